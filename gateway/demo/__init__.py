@@ -1,0 +1,1 @@
+"""The demo: an embedded PostgreSQL server and a deterministic BI database to try the gateway on."""
