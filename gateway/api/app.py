@@ -1,0 +1,66 @@
+"""``create_app()``: the FastAPI application, with a lifespan that owns every resource.
+
+The lifespan opens one pool per target database (and each capability's resources, one explicit line
+each) and hands them to routes as typed state (``app.state.gateway``); nothing is opened at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from fastapi import FastAPI
+
+from gateway import __version__
+from gateway.api import problems, routes_health, routes_sql
+from gateway.api.middleware import GatewayMiddleware
+from gateway.api.models import Problem
+from gateway.execute import Targets
+from gateway.observability.logging import configure_logging, get_logger
+from gateway.settings import Settings, load_settings
+from gateway.state import GatewayState
+
+log = get_logger(__name__)
+
+DESCRIPTION = """
+A read-only SQL gateway between natural-language clients and PostgreSQL.
+
+Every error a client can cause is an `application/problem+json` body with a stable `code`
+(see the Problem schema); the codes each route can return are listed in its responses.
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; resources open when it starts serving and close when it stops."""
+    settings = settings or load_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            targets = await Targets.open(settings)
+            stack.push_async_callback(targets.close)
+            state = GatewayState(settings=settings, targets=targets)
+            app.state.gateway = state
+            log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
+            yield
+            log.info("gateway_stopping")
+
+    app = FastAPI(
+        title="nl2sql-gateway",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        responses={"default": {"description": "Problem", "model": Problem}},
+    )
+    problems.install(app)
+    app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes)
+    app.include_router(routes_sql.router)
+    app.include_router(routes_health.router)
+    return app
+
+
+def app_factory() -> FastAPI:
+    """Entry point for ``uvicorn --factory gateway.api.app:app_factory``."""
+    settings = load_settings()
+    configure_logging(settings.logging.level, settings.logging.json_logs)
+    return create_app(settings)

@@ -1,0 +1,86 @@
+"""Pure ASGI middleware (no BaseHTTPMiddleware: it costs a task per request): request id, body size
+limit, request metrics and one access log line per request."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway import errors
+from gateway.api.problems import problem_response
+from gateway.observability import metrics
+from gateway.observability.logging import get_logger
+
+log = get_logger("gateway.access")
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a client's id is echoed in logs: keep it tame
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class GatewayMiddleware:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        headers = dict(scope["headers"])
+        incoming = headers.get(b"x-request-id", b"").decode("latin-1")
+        request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        status = 500
+        response_started = False
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status, response_started
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                response_started = True
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        declared = headers.get(b"content-length")
+        limit = self.max_body_bytes
+        try:
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                raise _BodyTooLarge
+            received = 0
+
+            async def receive_limited() -> Message:
+                nonlocal received
+                message = await receive()
+                if message["type"] == "http.request":
+                    received += len(message.get("body", b""))
+                    if received > limit:
+                        raise _BodyTooLarge
+                return message
+
+            await self.app(scope, receive_limited, send_wrapper)
+        except _BodyTooLarge:
+            if response_started:
+                raise
+            response = problem_response(
+                errors.PayloadTooLarge(f"request body exceeds {limit} bytes (server.max_body_bytes)"), request_id
+            )
+            await response(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            endpoint = getattr(route, "path", None) or "unmatched"
+            elapsed = time.perf_counter() - started
+            metrics.REQUESTS.labels(endpoint, str(status)).inc()
+            metrics.REQUEST_SECONDS.labels(endpoint).observe(elapsed)
+            if endpoint not in {"/metrics", "/healthz", "/readyz"}:
+                log.info("request", method=scope["method"], path=scope["path"], endpoint=endpoint,
+                         status=status, duration_ms=round(elapsed * 1000, 3))

@@ -1,0 +1,44 @@
+"""Liveness, readiness and metrics for SREs."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Depends
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.responses import JSONResponse, Response
+
+from gateway.api.deps import get_state
+from gateway.observability import metrics
+from gateway.state import GatewayState
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="Liveness: the process answers")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get(
+    "/readyz",
+    summary="Readiness: every target database answers",
+    description="200 when each pool runs `SELECT 1` within a second; 503 with the failing databases otherwise.",
+    responses={503: {"description": "At least one database does not answer."}},
+)
+async def readyz(state: GatewayState = Depends(get_state)) -> Response:
+    targets = list(state.targets.by_name.values())
+    answers = await asyncio.gather(*(t.ping(timeout=1.0) for t in targets))
+    results = {t.name: answer for t, answer in zip(targets, answers, strict=True)}
+    ready = all(v == "ok" for v in results.values())
+    return JSONResponse({"status": "ok" if ready else "unavailable", "databases": results},
+                        status_code=200 if ready else 503)
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response)
+async def prometheus_metrics(state: GatewayState = Depends(get_state)) -> Response:
+    for target in state.targets.by_name.values():
+        size, in_use = target.pool_stats()
+        metrics.POOL_SIZE.labels(target.name).set(size)
+        metrics.POOL_IN_USE.labels(target.name).set(in_use)
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,84 @@
+"""Routes for SQL that clients write themselves, and for what databases exist."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from gateway import errors
+from gateway.api.deps import get_state
+from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, SqlRequest, SqlResponse
+from gateway.api.problems import openapi_responses
+from gateway.client_sql import check_sql, run_client_sql
+from gateway.execute.introspect import introspect
+from gateway.state import GatewayState
+
+router = APIRouter(prefix="/v1", tags=["sql"])
+
+COMMON = (errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge)
+
+
+@router.post(
+    "/sql",
+    response_model=SqlResponse,
+    summary="Run a client's SQL on a named database",
+    description="Checks the statement (deny by default), then runs exactly that text in a READ ONLY "
+    "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor.",
+    responses=openapi_responses(*COMMON, errors.SqlTooLarge, errors.UnknownDatabase, errors.SqlBlocked,
+                                errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable),
+)
+async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Depends(get_state)) -> Response:
+    outcome = await run_client_sql(state, body.database, body.sql, body.max_rows)
+    result = outcome.result
+    payload = {
+        "database": body.database,
+        "verdict": outcome.verdict.as_dict(),
+        "columns": [{"name": c.name, "type": c.type} for c in result.columns],
+        "rows": result.rows,
+        "row_count": result.row_count,
+        "truncated": result.truncated,
+        "timings": outcome.timings,
+        "request_id": request.state.request_id,
+    }
+    # Rows are already JSON-ready; skipping response-model validation keeps large results cheap.
+    return Response(json.dumps(payload, ensure_ascii=False, allow_nan=False), media_type="application/json")
+
+
+@router.post(
+    "/check",
+    response_model=CheckResponse,
+    summary="Check a statement without running it",
+    description="Returns the safety verdict; `allowed` is false with findings when the SQL would be blocked. "
+    "A blocked statement is a normal 200 answer here, not an error.",
+    responses=openapi_responses(*COMMON, errors.SqlTooLarge, errors.UnknownDatabase),
+)
+async def post_check(body: CheckRequest, request: Request, state: GatewayState = Depends(get_state)) -> Response:
+    verdict = check_sql(state, body.sql, body.database)
+    payload = {"verdict": verdict.as_dict(), "request_id": request.state.request_id}
+    return Response(json.dumps(payload), media_type="application/json")
+
+
+@router.get("/databases", response_model=DatabasesResponse, summary="List the target databases")
+async def get_databases(state: GatewayState = Depends(get_state)) -> DatabasesResponse:
+    return DatabasesResponse.model_validate({"databases": [
+        {"name": t.name, "description": t.settings.description, "max_rows": t.settings.limits.max_rows,
+         "statement_timeout_ms": t.settings.limits.statement_timeout_ms}
+        for t in state.targets.by_name.values()
+    ]})
+
+
+@router.get(
+    "/databases/{name}/schema",
+    summary="Introspected schema of a database",
+    description="Tables and views the gateway's role may read, with columns, types, keys and comments. "
+    "Tables and columns that the database's rules hide are left out.",
+    responses=openapi_responses(errors.UnknownDatabase, errors.DatabaseUnavailable),
+)
+async def get_schema(name: str, state: GatewayState = Depends(get_state)) -> Response:
+    target = state.target(name)
+    schema = await introspect(target)
+    hide = state.extras.get("schema_filter")
+    data = hide(name, schema) if hide else schema.as_dict()
+    return Response(json.dumps(data, default=str), media_type="application/json")

@@ -1,0 +1,171 @@
+"""The ``nl2sql-gateway`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from gateway import safety
+from gateway.settings import ConfigError, Settings, load_settings
+
+app = typer.Typer(
+    name="nl2sql-gateway",
+    help="A read-only SQL gateway between natural-language clients and PostgreSQL.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ConfigOption = Annotated[
+    Optional[Path],
+    typer.Option("--config", "-c", help="TOML config file (default: $NL2SQL_CONFIG or ./nl2sql-gateway.toml).",
+                 exists=True, dir_okay=False, envvar="NL2SQL_CONFIG"),
+]
+
+
+def _settings(config: Path | None, **overrides: Any) -> Settings:
+    if config is not None:
+        import os
+
+        os.environ["NL2SQL_CONFIG"] = str(config)
+    try:
+        return load_settings(**overrides)
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+@app.command()
+def serve(
+    config: ConfigOption = None,
+    host: Annotated[Optional[str], typer.Option(help="Listen address (server.host).")] = None,
+    port: Annotated[Optional[int], typer.Option(help="Listen port (server.port).")] = None,
+) -> None:
+    """Serve the HTTP API with the configured databases."""
+    settings = _settings(config)
+    if host is not None:
+        settings.server.host = host
+    if port is not None:
+        settings.server.port = port
+    _serve(settings)
+
+
+def _serve(settings: Settings) -> None:
+    import uvicorn
+
+    from gateway.api.app import create_app
+    from gateway.observability.logging import configure_logging
+
+    configure_logging(settings.logging.level, settings.logging.json_logs)
+    uvicorn.run(
+        create_app(settings), host=settings.server.host, port=settings.server.port,
+        log_config=None, access_log=False, timeout_graceful_shutdown=30,
+    )
+
+
+@app.command()
+def demo(
+    data_dir: Annotated[Optional[Path], typer.Option(help="Where the embedded Postgres keeps its data "
+                                                    "(default: the user data directory; reused on restart).")] = None,
+    port: Annotated[int, typer.Option(help="Port to serve the gateway on (127.0.0.1 only).")] = 8000,
+) -> None:
+    """Start an embedded Postgres with the demo database and serve the gateway on 127.0.0.1.
+
+    Needs no other service. Ctrl-C stops the gateway and the embedded server.
+    """
+    from gateway.demo.run import run_demo
+
+    run_demo(data_dir=data_dir, port=port, serve=_serve)
+
+
+@app.command()
+def check(
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="Read lines {\"id\", \"sql\"}; write lines "
+                                        "{\"id\", \"allowed\", \"codes\"}.")] = False,
+    database: Annotated[Optional[str], typer.Option(help="Use this configured database's safety policy.")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Check SQL read from stdin without running it; print the verdict as JSON.
+
+    Exit status: 0 allowed, 1 blocked, 2 usage error (empty input, bad JSON line, unknown database).
+    """
+    policy = safety.Policy()
+    if database is not None:
+        settings = _settings(config)
+        db = settings.database(database)
+        if db is None:
+            typer.echo(f"unknown database {database!r}", err=True)
+            raise typer.Exit(2)
+        policy = db.safety
+    if not jsonl:
+        sql = sys.stdin.read()
+        if not sql.strip():
+            typer.echo("no SQL on stdin", err=True)
+            raise typer.Exit(2)
+        verdict = safety.check(sql, policy)
+        typer.echo(json.dumps(verdict.as_dict()))
+        raise typer.Exit(0 if verdict.allowed else 1)
+    raise typer.Exit(_check_jsonl(policy))
+
+
+def _check_jsonl(policy: safety.Policy) -> int:
+    status = 0
+    for number, line in enumerate(sys.stdin, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            sql, ident = item["sql"], item.get("id")
+            if not isinstance(sql, str):
+                raise TypeError("sql must be a string")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            typer.echo(f"line {number}: expected {{\"id\", \"sql\"}}: {exc}", err=True)
+            status = 2
+            continue
+        verdict = safety.check(sql, policy)
+        typer.echo(json.dumps({"id": ident, "allowed": verdict.allowed, "codes": verdict.codes}))
+        if not verdict.allowed and status == 0:
+            status = 1
+    return status
+
+
+@app.command()
+def schema(
+    name: Annotated[str, typer.Argument(help="A configured database name.")],
+    config: ConfigOption = None,
+) -> None:
+    """Print the introspected schema of a configured database as JSON."""
+    settings = _settings(config)
+    if settings.database(name) is None:
+        typer.echo(f"unknown database {name!r}; configured: {', '.join(sorted(settings.databases)) or 'none'}",
+                   err=True)
+        raise typer.Exit(2)
+    from gateway import errors
+    from gateway.execute import Targets
+    from gateway.execute.introspect import introspect
+
+    async def run() -> dict[str, Any]:
+        targets = await Targets.open(settings.model_copy(update={"databases": {name: settings.databases[name]}}))
+        try:
+            return (await introspect(targets.by_name[name])).as_dict()
+        finally:
+            await targets.close()
+
+    try:
+        typer.echo(json.dumps(asyncio.run(run()), indent=2, default=str))
+    except errors.GatewayError as exc:
+        typer.echo(f"{exc.code}: {exc.detail}", err=True)
+        raise typer.Exit(1) from exc
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The gateway's exception tree. Each class carries its problem ``code``, HTTP ``status`` and ``title``.
+
+``gateway.api.problems`` turns any :class:`GatewayError` into an ``application/problem+json`` response
+(RFC 9457); nothing else builds error responses. Extra fields (findings, SQLSTATE, position, the setting to
+change) travel in ``extra`` and appear as members of the problem object.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class GatewayError(Exception):
+    """Base of every error the gateway reports to a client."""
+
+    code: ClassVar[str] = "internal_error"
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Internal error"
+    retry_after: ClassVar[int | None] = None
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class BadRequest(GatewayError):
+    code, status, title = "bad_request", 400, "Bad request"
+
+
+class MalformedBody(BadRequest):
+    code, title = "malformed_body", "Request body is not valid JSON"
+
+
+class InvalidRequest(GatewayError):
+    code, status, title = "invalid_request", 422, "Request does not match the schema"
+
+
+class Unauthorized(GatewayError):
+    code, status, title = "unauthorized", 401, "Missing or invalid API key"
+
+
+class Forbidden(GatewayError):
+    code, status, title = "forbidden", 403, "Not allowed for this API key"
+
+
+class NotFound(GatewayError):
+    code, status, title = "not_found", 404, "Not found"
+
+
+class UnknownDatabase(NotFound):
+    code, title = "unknown_database", "Unknown database"
+
+
+class MethodNotAllowed(GatewayError):
+    code, status, title = "method_not_allowed", 405, "Method not allowed"
+
+
+class UnsupportedMediaType(GatewayError):
+    code, status, title = "unsupported_media_type", 415, "Request body must be application/json"
+
+
+class PayloadTooLarge(GatewayError):
+    code, status, title = "payload_too_large", 413, "Request body too large"
+
+
+class SqlTooLarge(PayloadTooLarge):
+    code, title = "sql_too_large", "SQL text too large"
+
+
+class SqlBlocked(GatewayError):
+    """The static safety check refused the SQL; ``extra['findings']`` lists why."""
+
+    code, status, title = "sql_blocked", 422, "SQL blocked by the safety check"
+
+
+class QueryError(GatewayError):
+    """Postgres rejected the query; ``extra`` carries ``sqlstate``, ``message`` and ``position``."""
+
+    code, status, title = "query_error", 422, "The database rejected the query"
+
+
+class StatementTimeout(GatewayError):
+    code, status, title = "statement_timeout", 504, "Query exceeded the statement timeout"
+
+
+class QueryCanceled(GatewayError):
+    code, status, title = "query_canceled", 504, "Query was cancelled by the database"
+
+
+class ResultTooLarge(GatewayError):
+    code, status, title = "result_too_large", 422, "Result exceeds the gateway's memory limit"
+
+
+class TooManyRequests(GatewayError):
+    code, status, title, retry_after = "too_many_requests", 429, "Too many requests", 1
+
+
+class DatabaseUnavailable(GatewayError):
+    code, status, title, retry_after = "database_unavailable", 503, "Database unavailable", 2
+
+
+class Overloaded(GatewayError):
+    code, status, title, retry_after = "overloaded", 503, "Gateway overloaded", 1
+
+
+class LLMNotConfigured(GatewayError):
+    code, status, title = "llm_not_configured", 503, "No LLM endpoint is configured"
+
+
+class LLMUnavailable(GatewayError):
+    code, status, title, retry_after = "llm_unavailable", 503, "The LLM endpoint is unavailable", 5
+
+
+class LLMBadOutput(GatewayError):
+    code, status, title = "llm_bad_output", 502, "The LLM returned no usable SQL"
+
+
+class StoreUnavailable(GatewayError):
+    code, status, title, retry_after = "store_unavailable", 503, "The gateway's store database is unavailable", 2
+
+
+class StoreNotConfigured(GatewayError):
+    code, status, title = "store_not_configured", 503, "No store database is configured"
+
+
+class DeadlineExceeded(GatewayError):
+    code, status, title = "deadline_exceeded", 504, "The request's time budget was spent"
+
+
+def all_error_classes() -> list[type[GatewayError]]:
+    """Every concrete error class, for documentation checks and the OpenAPI description."""
+    seen: list[type[GatewayError]] = []
+    stack: list[type[GatewayError]] = [GatewayError]
+    while stack:
+        cls = stack.pop()
+        seen.append(cls)
+        stack.extend(cls.__subclasses__())
+    return sorted(seen, key=lambda c: c.code)

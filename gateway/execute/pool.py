@@ -1,0 +1,107 @@
+"""One bounded asyncpg pool per target database, owned by the app's lifespan.
+
+Connections are prepared once (codecs for faithful JSON) and reset on release so that nothing a request did
+to its session reaches the next one; a connection whose reset fails is discarded by asyncpg's pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from gateway.execute import values
+from gateway.observability.logging import get_logger
+from gateway.settings import DatabaseSettings, Settings
+
+log = get_logger(__name__)
+
+# Everything a session could carry over: cursors, LISTEN, advisory locks, settings, role, temp objects.
+# asyncpg's own prepared statements are kept (they are the driver's cache, not client state).
+RESET_SQL = """
+CLOSE ALL;
+UNLISTEN *;
+SELECT pg_advisory_unlock_all();
+RESET ALL;
+SET SESSION AUTHORIZATION DEFAULT;
+DISCARD TEMP;
+DISCARD SEQUENCES;
+"""
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec("json", schema="pg_catalog", encoder=json.dumps, decoder=json.loads)
+    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=json.dumps, decoder=json.loads)
+    await conn.set_type_codec(
+        "interval", schema="pg_catalog", encoder=values.encode_interval, decoder=values.decode_interval,
+        format="tuple",
+    )
+
+
+async def _reset_connection(conn: asyncpg.Connection) -> None:
+    await conn.execute(RESET_SQL)
+
+
+async def create_pool(settings: DatabaseSettings) -> asyncpg.Pool:
+    """A pool for one target; connects lazily when the database is down so start-up never fails on it."""
+    password = settings.password.get_secret_value() if settings.password else None
+    kwargs = dict(
+        dsn=settings.dsn, password=password, max_size=settings.pool_max_size, init=_init_connection,
+        reset=_reset_connection, command_timeout=None, max_inactive_connection_lifetime=300,
+    )
+    try:
+        return await asyncpg.create_pool(min_size=settings.pool_min_size, **kwargs)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        log.warning("pool_prewarm_failed", error=str(exc))
+        return await asyncpg.create_pool(min_size=0, **kwargs)
+
+
+@dataclass
+class Target:
+    """A named database clients may query, with its settings and pool."""
+
+    name: str
+    settings: DatabaseSettings
+    pool: asyncpg.Pool
+
+    async def ping(self, timeout: float) -> str:
+        """'ok' when the database answers ``SELECT 1`` within ``timeout`` seconds, else why not."""
+        try:
+            async with asyncio.timeout(timeout):
+                async with self.pool.acquire() as conn:
+                    await conn.fetchval("SELECT 1")
+            return "ok"
+        except Exception as exc:  # noqa: BLE001 - any failure means "not ready", with its reason
+            return f"unavailable: {type(exc).__name__}"
+
+    def pool_stats(self) -> tuple[int, int]:
+        """(open connections, connections in use)."""
+        size = self.pool.get_size()
+        return size, size - self.pool.get_idle_size()
+
+
+@dataclass
+class Targets:
+    """All configured targets, by name."""
+
+    by_name: dict[str, Target] = field(default_factory=dict)
+
+    @classmethod
+    async def open(cls, settings: Settings) -> "Targets":
+        targets = cls()
+        for name, db in settings.databases.items():
+            targets.by_name[name] = Target(name, db, await create_pool(db))
+        return targets
+
+    async def close(self) -> None:
+        for target in self.by_name.values():
+            try:
+                await target.pool.close()
+            except Exception as exc:  # noqa: BLE001 - closing must go on for the other pools
+                log.warning("pool_close_failed", database=target.name, error=str(exc))
+                target.pool.terminate()
+
+    def get(self, name: str) -> Target | None:
+        return self.by_name.get(name)

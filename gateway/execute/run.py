@@ -1,0 +1,162 @@
+"""Run one checked statement, guarded: read-only transaction, local timeouts, capped fetch from a cursor.
+
+The text that runs is exactly the text the safety check saw; the row cap is applied by fetching at most
+``max_rows + 1`` rows from a portal, so the query's meaning never changes and ``truncated`` is exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from gateway import errors
+from gateway.execute import values
+from gateway.execute.pool import Target
+from gateway.observability import metrics
+
+# asyncpg errors that mean "the database is not there", not "your SQL is wrong".
+UNAVAILABLE = (
+    OSError,
+    asyncio.TimeoutError,
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.PostgresConnectionError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str
+
+
+@dataclass(slots=True)
+class QueryResult:
+    columns: list[Column]
+    rows: list[list[Any]]
+    truncated: bool
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def row_count(self) -> int:
+        return len(self.rows)
+
+
+def _begin_sql(target: Target, role: str | None) -> str:
+    limits = target.settings.limits
+    parts = [
+        "BEGIN TRANSACTION READ ONLY",
+        f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}",
+        f"SET LOCAL lock_timeout = {int(limits.lock_timeout_ms)}",
+        f"SET LOCAL idle_in_transaction_session_timeout = {int(limits.idle_in_transaction_timeout_ms)}",
+    ]
+    if role:
+        # Role names come from the gateway's own key store, never from a request; quote them anyway.
+        parts.append(f'SET LOCAL ROLE "{role.replace(chr(34), chr(34) * 2)}"')
+    return ";\n".join(parts)
+
+
+async def run_query(target: Target, sql: str, *, max_rows: int | None = None, role: str | None = None) -> QueryResult:
+    """Execute ``sql`` on ``target`` and return at most ``max_rows`` rows.
+
+    Raises :class:`errors.QueryError` (with ``sqlstate``, ``message``, ``position``),
+    :class:`errors.StatementTimeout` or :class:`errors.DatabaseUnavailable`. A connection-level failure is
+    retried once on a fresh connection: the statement is read-only, so running it again is harmless.
+    """
+    cap = min(max_rows or target.settings.limits.max_rows, target.settings.limits.max_rows)
+    try:
+        return await _run_once(target, sql, cap, role)
+    except UNAVAILABLE:
+        pass
+    try:
+        return await _run_once(target, sql, cap, role)
+    except UNAVAILABLE as exc:
+        metrics.DB_ERRORS.labels(target.name, errors.DatabaseUnavailable.code).inc()
+        raise errors.DatabaseUnavailable(
+            f"database {target.name!r} is unavailable: {type(exc).__name__}: {exc}".rstrip(": "),
+            database=target.name,
+        ) from exc
+
+
+async def _run_once(target: Target, sql: str, cap: int, role: str | None) -> QueryResult:
+    started = time.perf_counter()
+    async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
+        acquired = time.perf_counter()
+        try:
+            await conn.execute(_begin_sql(target, role))
+            stmt = await conn.prepare(sql)
+            attributes = stmt.get_attributes()
+            cursor = await stmt.cursor()
+            records = await cursor.fetch(cap + 1)
+        except asyncpg.PostgresError as exc:
+            if isinstance(exc, UNAVAILABLE):
+                raise
+            await _rollback_quietly(conn)
+            raise _query_error(target.name, exc) from exc
+        except asyncpg.InterfaceError as exc:
+            if isinstance(exc, UNAVAILABLE) or conn.is_closed():
+                raise errors.DatabaseUnavailable(f"database {target.name!r}: {exc}", database=target.name) from exc
+            # e.g. a statement that expects bind parameters: the client's SQL, not the database, is at fault
+            raise errors.QueryError(str(exc), sqlstate=None, message=str(exc), position=None,
+                                    database=target.name) from exc
+        finally:
+            if conn.is_in_transaction():
+                await _rollback_quietly(conn)
+        executed = time.perf_counter()
+    metrics.DB_SECONDS.labels(target.name).observe(executed - acquired)
+    columns = [Column(a.name, a.type.name) for a in attributes]
+    truncated = len(records) > cap
+    rows = _to_rows(records[:cap], columns)
+    return QueryResult(
+        columns=columns,
+        rows=rows,
+        truncated=truncated,
+        timings={"acquire_ms": (acquired - started) * 1000, "db_ms": (executed - acquired) * 1000},
+    )
+
+
+async def _rollback_quietly(conn: asyncpg.Connection) -> None:
+    try:
+        await conn.execute("ROLLBACK")
+    except Exception:  # noqa: BLE001 - the pool's reset or discard deals with a broken connection
+        pass
+
+
+def _to_rows(records: list[asyncpg.Record], columns: list[Column]) -> list[list[Any]]:
+    converters = [values.converter_for(c.type) for c in columns]
+    if not any(converters):
+        return [list(r) for r in records]
+    plan = list(enumerate(converters))
+    return [[conv(r[i]) if conv else r[i] for i, conv in plan] for r in records]
+
+
+def _query_error(database: str, exc: asyncpg.PostgresError) -> errors.GatewayError:
+    sqlstate = exc.sqlstate
+    message = str(getattr(exc, "message", "") or exc)
+    position = getattr(exc, "position", None)
+    fields = {
+        "sqlstate": sqlstate,
+        "message": message,
+        "position": int(position) if position else None,
+        "hint": getattr(exc, "hint", None),
+        "database": database,
+    }
+    error: errors.GatewayError
+    if sqlstate == "57014" and "statement timeout" in message:
+        error = errors.StatementTimeout(
+            f"query exceeded statement_timeout on {database!r}; raise databases.{database}.limits."
+            "statement_timeout_ms if this query is expected to be slow", **fields,
+        )
+    elif sqlstate == "57014":
+        error = errors.QueryCanceled(message, **fields)
+    else:
+        error = errors.QueryError(f"{sqlstate}: {message}", **fields)
+    metrics.DB_ERRORS.labels(database, error.code).inc()
+    return error

@@ -1,0 +1,53 @@
+"""Every Prometheus metric the gateway exports, prefixed ``nl2sql_``.
+
+Requests and SQL
+- ``nl2sql_requests_total{endpoint,status}``: HTTP requests by route template and status code.
+- ``nl2sql_request_seconds{endpoint}``: HTTP request latency.
+- ``nl2sql_db_seconds{database}``: time spent in the database per query (acquire excluded).
+- ``nl2sql_db_errors_total{database,code}``: queries that failed, by problem code.
+- ``nl2sql_safety_blocks_total{code}``: statements refused by the safety check, by finding code.
+- ``nl2sql_pool_size{database}`` / ``nl2sql_pool_in_use{database}``: connections open / checked out.
+
+Questions (``POST /v1/ask``)
+- ``nl2sql_ask_total{database,status}``: questions answered, by final status.
+- ``nl2sql_attempts_per_request``: attempts (generation + reflections) per question.
+- ``nl2sql_reflections_total{database,trigger}``: reflections, by the finding code that triggered them.
+- ``nl2sql_first_pass_total{database}`` / ``nl2sql_final_pass_total{database}``: questions whose first /
+  final attempt passed validation; divide by ``nl2sql_ask_total`` for the first-pass and final pass ratios.
+- ``nl2sql_first_pass_ratio{database}`` / ``nl2sql_final_pass_ratio{database}``: the same ratios, kept as
+  gauges since the process started, for dashboards without PromQL arithmetic.
+- ``nl2sql_llm_calls_total{purpose,outcome}``, ``nl2sql_llm_seconds{purpose}``,
+  ``nl2sql_llm_tokens_total{purpose,kind}``: LLM calls, latency and tokens by purpose
+  (generate, reflect, judge, magic_feedback, magic_correction, magic_manager, magic_guideline).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+REQUESTS = Counter("nl2sql_requests_total", "HTTP requests by endpoint and status.", ["endpoint", "status"])
+REQUEST_SECONDS = Histogram(
+    "nl2sql_request_seconds", "HTTP request latency in seconds.", ["endpoint"], buckets=LATENCY_BUCKETS
+)
+DB_SECONDS = Histogram(
+    "nl2sql_db_seconds", "Time spent executing queries in the database.", ["database"], buckets=LATENCY_BUCKETS
+)
+DB_ERRORS = Counter("nl2sql_db_errors_total", "Queries that failed, by problem code.", ["database", "code"])
+SAFETY_BLOCKS = Counter("nl2sql_safety_blocks_total", "Statements refused by the safety check.", ["code"])
+POOL_SIZE = Gauge("nl2sql_pool_size", "Connections open in the pool.", ["database"])
+POOL_IN_USE = Gauge("nl2sql_pool_in_use", "Connections checked out of the pool.", ["database"])
+
+ASK = Counter("nl2sql_ask_total", "Questions answered, by final status.", ["database", "status"])
+ATTEMPTS = Histogram(
+    "nl2sql_attempts_per_request", "Attempts (generation and reflections) per question.", buckets=(1, 2, 3, 4, 5, 6, 8)
+)
+REFLECTIONS = Counter("nl2sql_reflections_total", "Reflections by triggering finding.", ["database", "trigger"])
+FIRST_PASS = Counter("nl2sql_first_pass_total", "Questions whose first attempt passed.", ["database"])
+FINAL_PASS = Counter("nl2sql_final_pass_total", "Questions whose final attempt passed.", ["database"])
+FIRST_PASS_RATIO = Gauge("nl2sql_first_pass_ratio", "Share of questions passing on the first attempt.", ["database"])
+FINAL_PASS_RATIO = Gauge("nl2sql_final_pass_ratio", "Share of questions passing after reflection.", ["database"])
+LLM_CALLS = Counter("nl2sql_llm_calls_total", "LLM calls by purpose and outcome.", ["purpose", "outcome"])
+LLM_SECONDS = Histogram("nl2sql_llm_seconds", "LLM call latency.", ["purpose"], buckets=LATENCY_BUCKETS)
+LLM_TOKENS = Counter("nl2sql_llm_tokens_total", "LLM tokens by purpose and kind.", ["purpose", "kind"])

@@ -1,0 +1,200 @@
+"""One typed settings object for the whole gateway.
+
+Sources, lowest priority first: field defaults, the TOML config file, then environment variables prefixed
+``NL2SQL_`` (nested fields use ``__``: ``NL2SQL_DATABASES__DEMO__DSN``, ``NL2SQL_SERVER__PORT``).
+The config file is ``NL2SQL_CONFIG`` or ``./nl2sql-gateway.toml`` when it exists; see
+``nl2sql-gateway.example.toml`` for a documented example.
+
+Secrets (database passwords, API keys) come from the environment only: a config file that carries a
+password, a DSN with a password in it or an API key is refused, so it can be committed and reviewed safely.
+The standard ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` variables fill in the LLM endpoint when the
+``NL2SQL_LLM__*`` ones are not set.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from gateway.safety.policy import Policy
+
+DEFAULT_CONFIG_FILE = Path("nl2sql-gateway.toml")
+SECRET_KEYS = frozenset({"password", "api_key", "secret", "token"})
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message says which setting to change."""
+
+
+class Limits(BaseModel):
+    """Execution limits for one target database."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_rows: int = Field(default=1000, ge=1, le=1_000_000, description="Most rows returned; more set `truncated`.")
+    statement_timeout_ms: int = Field(default=5000, ge=1, description="Postgres statement_timeout per query.")
+    lock_timeout_ms: int = Field(default=1000, ge=1, description="Postgres lock_timeout per query.")
+    idle_in_transaction_timeout_ms: int = Field(
+        default=10_000, ge=1, description="Postgres idle_in_transaction_session_timeout per query."
+    )
+    max_sql_bytes: int = Field(default=100_000, ge=16, description="Largest SQL text accepted (UTF-8 bytes).")
+    acquire_timeout_s: float = Field(
+        default=5.0, gt=0, description="Longest wait for a pooled connection before answering 503."
+    )
+
+
+class DatabaseSettings(BaseModel):
+    """One named target database that clients may query."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dsn: str = Field(description="libpq-style URL without a password, e.g. postgresql://reader@db:5432/sales.")
+    password: SecretStr | None = Field(
+        default=None, description="Password for the DSN's user; environment only (NL2SQL_DATABASES__NAME__PASSWORD)."
+    )
+    description: str = Field(default="", description="What this database holds, shown in GET /v1/databases.")
+    pool_min_size: int = Field(default=1, ge=0, description="Connections opened at start-up.")
+    pool_max_size: int = Field(default=10, ge=1, description="Most connections open to this database.")
+    limits: Limits = Field(default_factory=Limits)
+    safety: Policy = Field(default_factory=Policy)
+
+    @field_validator("dsn")
+    @classmethod
+    def _dsn_is_postgres_url(cls, value: str) -> str:
+        if urlsplit(value).scheme not in {"postgres", "postgresql"}:
+            raise ValueError("dsn must be a postgresql:// URL")
+        return value
+
+
+class ServerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: str = Field(default="127.0.0.1", description="Address to listen on.")
+    port: int = Field(default=8000, ge=0, le=65535, description="Port to listen on.")
+    max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Largest request body accepted.")
+    request_timeout_s: float = Field(default=60.0, gt=0, description="Deadline for one request, all stages.")
+
+
+class StoreSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dsn: str | None = Field(default=None, description="The gateway's own database (feedback, guidelines, audit).")
+    password: SecretStr | None = Field(default=None, description="Environment only: NL2SQL_STORE__PASSWORD.")
+    pool_max_size: int = Field(default=5, ge=1, description="Most connections open to the store.")
+
+
+class LLMSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint; OPENAI_BASE_URL if unset.")
+    api_key: SecretStr | None = Field(default=None, description="Environment only; OPENAI_API_KEY if unset.")
+    model: str | None = Field(default=None, description="Model name; /v1/ask answers llm_not_configured without it.")
+    temperature: float = Field(default=0.0, ge=0, le=2, description="Sampling temperature.")
+    timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one LLM call.")
+    max_retries: int = Field(default=2, ge=0, le=10, description="Retries on 429, 5xx and timeouts, with backoff.")
+    max_concurrency: int = Field(default=64, ge=1, description="Most LLM calls in flight at once.")
+
+
+class LoggingSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log level.")
+    json_logs: bool = Field(default=True, description="JSON lines (true) or human-readable console output.")
+
+
+class Settings(BaseSettings):
+    """Everything the gateway reads at start-up. Build it with :func:`load_settings`, never at import time."""
+
+    model_config = SettingsConfigDict(env_prefix="NL2SQL_", env_nested_delimiter="__", extra="forbid")
+
+    databases: dict[str, DatabaseSettings] = Field(default_factory=dict, description="Named target databases.")
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    rules_dir: Path = Field(default=Path("rules"), description="Folder of DBA rule files, one per database.")
+    guidelines_dir: Path = Field(default=Path("guidelines"), description="Folder of guideline Markdown files.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment beats the file; explicit arguments (tests, the demo) beat both.
+        return (init_settings, env_settings, _TomlFileSource(settings_cls))
+
+    def database(self, name: str) -> DatabaseSettings | None:
+        return self.databases.get(name)
+
+
+class _TomlFileSource(PydanticBaseSettingsSource):
+    """Reads the TOML config file and refuses secrets in it."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = config_path()
+        if path is None:
+            return {}
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        _refuse_secrets(data, str(path))
+        return data
+
+
+def config_path() -> Path | None:
+    explicit = os.environ.get("NL2SQL_CONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"NL2SQL_CONFIG points to {path}, which is not a file")
+        return path
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def _refuse_secrets(data: Any, where: str) -> None:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            here = f"{where}: {key}"
+            if key.lower() in SECRET_KEYS:
+                raise ConfigError(f"{here}: secrets belong in the environment (NL2SQL_...__{key.upper()}), not the file")
+            if key == "dsn" and isinstance(value, str) and urlsplit(value).password:
+                raise ConfigError(f"{here}: the DSN carries a password; set NL2SQL_...__PASSWORD instead")
+            _refuse_secrets(value, here)
+    elif isinstance(data, list):
+        for item in data:
+            _refuse_secrets(item, where)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build the settings from defaults, the config file, the environment and ``overrides``."""
+    try:
+        settings = Settings(**overrides)
+    except ConfigError:
+        raise
+    except ValueError as exc:  # pydantic's ValidationError: name the setting to fix
+        raise ConfigError(str(exc)) from exc
+    llm = settings.llm
+    if llm.base_url is None and os.environ.get("OPENAI_BASE_URL"):
+        llm.base_url = os.environ["OPENAI_BASE_URL"]
+    if llm.api_key is None and os.environ.get("OPENAI_API_KEY"):
+        llm.api_key = SecretStr(os.environ["OPENAI_API_KEY"])
+    return settings
+
+
+def connect_dsn(dsn: str, password: SecretStr | None) -> tuple[str, str | None]:
+    """The DSN and password to hand to the driver (passwords stay out of the DSN and of logs)."""
+    return dsn, password.get_secret_value() if password else None
