@@ -1,0 +1,35 @@
+"""Every finding code the safety check can emit, with a one-line description.
+
+Codes are stable API: clients, metrics (``nl2sql_safety_blocks_total{code=...}``) and reflection prompts
+key on them. Add a code here before any rule emits it; a test checks that rules only emit listed codes.
+"""
+
+from __future__ import annotations
+
+CODES: dict[str, str] = {
+    "parse_error": "The text does not parse as PostgreSQL (pglast) or sqlglot cannot read all of it.",
+    "multiple_statements": "More than one statement (or none) in the text; exactly one is allowed.",
+    "statement_not_allowed": "A statement that is not a query: session, transaction, COPY, DO, CALL, "
+    "PREPARE/EXECUTE, LISTEN/NOTIFY, maintenance (VACUUM, ANALYZE, ...) and the like.",
+    "write_statement": "A statement that writes data or schema: INSERT, UPDATE, DELETE, MERGE, TRUNCATE, DDL.",
+    "data_modifying_cte": "A WITH clause whose CTE body is INSERT, UPDATE, DELETE or MERGE.",
+    "select_into": "SELECT ... INTO, which creates a table.",
+    "locking_clause": "FOR UPDATE / FOR NO KEY UPDATE / FOR SHARE / FOR KEY SHARE row locks.",
+    "explain_analyze": "EXPLAIN ANALYZE, which executes the statement.",
+    "function_not_allowed": "A function that is not on the side-effect-free allowlist (or in extra_functions).",
+    "function_blocked": "A function known to be dangerous; the message names the reason (sleep, file_access, "
+    "large_object, dblink, config_access, advisory_lock, sequence, backend_signal, sql_in_text, notify, "
+    "stats_reset, replication).",
+    "catalog_not_allowed": "A catalog relation that exposes secrets or other sessions' activity.",
+    "hidden_table": "A table the database's policy hides.",
+    "hidden_column": "A column the policy hides, also through *, t.*, a whole-row reference, USING or NATURAL.",
+    "too_many_joins": "More joins than the policy's max_joins.",
+    "subquery_too_deep": "Subqueries nested deeper than the policy's max_subquery_depth.",
+    "too_complex": "A syntax tree larger than the policy's max_ast_nodes (or too deep to walk).",
+    "cartesian_product": "Several relations in one FROM without a predicate linking them.",
+    "unbounded_recursion": "A recursive CTE without a WHERE, join predicate or CYCLE in its recursive term, "
+    "and no LIMIT outside.",
+    "recursion_not_allowed": "WITH RECURSIVE while the policy sets allow_recursive to false.",
+    "generate_series_too_large": "generate_series with literal bounds producing more rows than "
+    "max_generate_series, or an infinite bound.",
+}

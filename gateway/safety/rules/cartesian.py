@@ -1,0 +1,115 @@
+"""Cartesian products: several relations in one FROM with no predicate linking them.
+
+A FROM item counts unless it cannot multiply rows by much: a function in FROM (``unnest``,
+``jsonb_array_elements``, ``generate_series`` - bounded by its own rule), a LATERAL subquery (correlated
+with its left side), or a relation that yields one row (``VALUES`` with one row, an aggregate without
+GROUP BY, ``LIMIT 1``, also through a CTE). The rest must be linked, through ``JOIN ... ON/USING`` or
+WHERE conjuncts. Without a schema an unqualified column cannot be attributed, so a WHERE conjunct with
+two or more columns of which one is unqualified is taken as linking everything it touches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gateway.safety.context import Context
+from gateway.safety.functions import AGGREGATES
+from gateway.safety.model import Finding
+from gateway.safety.policy import Policy
+from gateway.safety.tree import JSON, descend, names, unwrap
+
+
+def cartesian(ctx: Context, policy: Policy) -> Iterator[Finding]:
+    if policy.allow_cartesian:
+        return
+    one_row_ctes = {c["ctename"] for c, _ in ctx.tree.ctes if _one_row(unwrap(c.get("ctequery"))[1])}
+    for select in ctx.tree.selects:
+        items: list[object] = []
+        for node in select.body.get("fromClause", ()):
+            _flatten(node, items)
+        items = [i for i in items if not _exempt(i, one_row_ctes)]
+        if len(items) < 2:
+            continue
+        groups = _link(items, select.body.get("whereClause"))
+        if len(groups) > 1:
+            shown = " x ".join(sorted("/".join(sorted(g)) or "?" for g in groups))
+            yield Finding("cartesian_product", f"FROM combines {shown} with no predicate linking them; add a join "
+                          "condition (or the database's policy may set allow_cartesian).", "FROM")
+
+
+def _flatten(node: object, items: list[object]) -> None:
+    kind, body = unwrap(node)
+    if kind == "JoinExpr" and _is_cross(body):
+        _flatten(body.get("larg"), items)
+        _flatten(body.get("rarg"), items)
+    else:
+        items.append(node)
+
+
+def _is_cross(join: JSON) -> bool:
+    if join.get("isNatural") or join.get("usingClause") or join.get("jointype", "JOIN_INNER") != "JOIN_INNER":
+        return False
+    quals = join.get("quals")
+    if quals is None:
+        return True
+    kind, body = unwrap(quals)
+    return kind == "A_Const" and "boolval" in body  # ON true
+
+
+def _exempt(node: object, one_row_ctes: set[str]) -> bool:
+    kind, body = unwrap(node)
+    if kind in ("RangeFunction", "RangeTableFunc", "JsonTable"):
+        return True
+    if kind == "RangeSubselect":
+        return bool(body.get("lateral")) or _one_row(unwrap(body.get("subquery"))[1])
+    if kind == "RangeVar":
+        return not body.get("schemaname") and body.get("relname") in one_row_ctes
+    return False
+
+
+def _one_row(select: JSON) -> bool:
+    if len(select.get("valuesLists", ())) == 1:
+        return True
+    kind, limit = unwrap(select.get("limitCount"))
+    if kind == "A_Const" and limit.get("ival", {}).get("ival", 0) <= 1 and "ival" in limit:
+        return True
+    if select.get("groupClause") or select.get("op", "SETOP_NONE") != "SETOP_NONE":
+        return False
+    targets = [unwrap(unwrap(t)[1].get("val")) for t in select.get("targetList", ())]
+    if not select.get("fromClause"):
+        return bool(targets)
+    return bool(targets) and all(
+        k == "FuncCall" and "over" not in call and (names(call.get("funcname")) or [""])[-1] in AGGREGATES
+        for k, call in targets
+    )
+
+
+def _names_of(node: object) -> set[str]:
+    """Names by which columns of a FROM item can be qualified."""
+    out: set[str] = set()
+    for kind, body in descend(node):
+        if kind == "RangeVar":
+            out.add(body.get("alias", {}).get("aliasname") or body.get("relname", ""))
+        elif kind in ("RangeSubselect", "RangeFunction", "JoinExpr") and body.get("alias"):
+            out.add(body["alias"].get("aliasname", ""))
+    return out
+
+
+def _link(items: list[object], where: object) -> list[set[str]]:
+    groups = [_names_of(i) for i in items]
+    for conjunct in _conjuncts(where):
+        refs = [names(b.get("fields")) for k, b in descend(conjunct) if k == "ColumnRef"]
+        touched = {i for i, g in enumerate(groups) for r in refs if len(r) > 1 and r[-2] in g}
+        if len(refs) > 1 and any(len(r) == 1 for r in refs):
+            touched = set(range(len(groups)))
+        if len(touched) > 1:
+            merged = set().union(*(groups[i] for i in touched))
+            groups = [g for i, g in enumerate(groups) if i not in touched] + [merged]
+    return groups
+
+
+def _conjuncts(node: object) -> list[object]:
+    kind, body = unwrap(node)
+    if kind == "BoolExpr" and body.get("boolop") == "AND_EXPR":
+        return [c for arg in body.get("args", ()) for c in _conjuncts(arg)]
+    return [node] if kind else []

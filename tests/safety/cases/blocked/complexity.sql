@@ -1,0 +1,59 @@
+-- case: comma cartesian
+-- expect: cartesian_product
+SELECT * FROM orders, customers
+-- case: cross join
+-- expect: cartesian_product
+SELECT o.id, c.id FROM orders o CROSS JOIN customers c
+-- case: join on true
+-- expect: cartesian_product
+SELECT o.id FROM orders o JOIN customers c ON true
+-- case: where does not link the tables
+-- expect: cartesian_product
+SELECT o.id FROM orders o, customers c WHERE o.amount > 10 AND c.region = 'EU'
+-- case: cartesian in subquery
+-- expect: cartesian_product
+SELECT count(*) FROM (SELECT 1 FROM orders a, orders b) s
+-- case: three tables two linked
+-- expect: cartesian_product
+SELECT 1 FROM a JOIN b ON a.id = b.a_id, c
+-- case: too many joins
+-- expect: too_many_joins
+-- policy: {"max_joins": 2}
+SELECT 1 FROM a JOIN b ON a.id = b.id JOIN c ON c.id = b.id JOIN d ON d.id = c.id
+-- case: subquery too deep
+-- expect: subquery_too_deep
+-- policy: {"max_subquery_depth": 2}
+SELECT * FROM (SELECT * FROM (SELECT * FROM (SELECT 1 AS x) a) b) c
+-- case: too complex
+-- expect: too_complex
+-- policy: {"max_ast_nodes": 20}
+SELECT a + b + c + d + e + f + g + h + i + j + k FROM t WHERE x = 1 AND y = 2 AND z = 3
+-- case: unbounded recursion
+-- expect: unbounded_recursion
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n
+-- case: unbounded recursion hidden in a subquery
+-- expect: unbounded_recursion
+SELECT * FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n) s
+-- case: recursion not allowed
+-- expect: recursion_not_allowed
+-- policy: {"allow_recursive": false}
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10) SELECT i FROM n
+-- case: generate_series too large
+-- expect: generate_series_too_large
+SELECT * FROM generate_series(1, 100000000000)
+-- case: generate_series too large with step
+-- expect: generate_series_too_large
+SELECT generate_series(0, 1e12, 2)
+-- case: generate_series per microsecond over a year
+-- expect: generate_series_too_large
+SELECT * FROM generate_series('2024-01-01'::timestamp, '2025-01-01'::timestamp, '1 microsecond'::interval)
+-- case: generate_series to infinity
+-- expect: generate_series_too_large
+SELECT * FROM generate_series(now(), 'infinity'::timestamp, interval '1 day')
+-- case: generate_series in lateral
+-- expect: generate_series_too_large
+SELECT * FROM orders o CROSS JOIN LATERAL generate_series(1, 99999999999) g
+-- case: generate_series policy limit
+-- expect: generate_series_too_large
+-- policy: {"max_generate_series": 100}
+SELECT * FROM generate_series(1, 1000)
