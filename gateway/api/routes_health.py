@@ -41,4 +41,5 @@ async def prometheus_metrics(state: GatewayState = Depends(get_state)) -> Respon
         size, in_use = target.pool_stats()
         metrics.POOL_SIZE.labels(target.name).set(size)
         metrics.POOL_IN_USE.labels(target.name).set(in_use)
+        metrics.POOL_MAX.labels(target.name).set(target.settings.pool_max_size)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -7,6 +7,8 @@ Requests and SQL
 - ``nl2sql_db_errors_total{database,code}``: queries that failed, by problem code.
 - ``nl2sql_safety_blocks_total{code}``: statements refused by the safety check, by finding code.
 - ``nl2sql_pool_size{database}`` / ``nl2sql_pool_in_use{database}``: connections open / checked out.
+- ``nl2sql_pool_max{database}``: the pool's configured maximum (``pool_max_size``); in use / max near 1
+  means the pool is exhausted and requests wait for a connection.
 
 Questions (``POST /v1/ask``)
 - ``nl2sql_ask_total{database,status}``: questions answered, by final status.
@@ -38,6 +40,7 @@ DB_ERRORS = Counter("nl2sql_db_errors_total", "Queries that failed, by problem c
 SAFETY_BLOCKS = Counter("nl2sql_safety_blocks_total", "Statements refused by the safety check.", ["code"])
 POOL_SIZE = Gauge("nl2sql_pool_size", "Connections open in the pool.", ["database"])
 POOL_IN_USE = Gauge("nl2sql_pool_in_use", "Connections checked out of the pool.", ["database"])
+POOL_MAX = Gauge("nl2sql_pool_max", "Most connections the pool may open (pool_max_size).", ["database"])
 
 ASK = Counter("nl2sql_ask_total", "Questions answered, by final status.", ["database", "status"])
 ATTEMPTS = Histogram(
