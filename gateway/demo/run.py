@@ -1,0 +1,73 @@
+"""``nl2sql-gateway demo``: embedded Postgres + demo database + the gateway on 127.0.0.1, no other service."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from gateway.demo.embedded import EmbeddedPostgres, default_data_dir
+from gateway.demo.generator import derive_dsn, ensure_demo_database
+from gateway.settings import DatabaseSettings, Settings, load_settings
+
+STORE_DATABASE = "nl2sql_store"
+
+BANNER = """
+nl2sql-gateway demo is serving on http://127.0.0.1:{port}  (Ctrl-C stops it and the embedded Postgres)
+  Postgres data: {data_dir}
+  OpenAPI docs:  http://127.0.0.1:{port}/docs
+
+Try:
+  curl -s http://127.0.0.1:{port}/v1/databases
+  curl -s http://127.0.0.1:{port}/v1/databases/demo/schema | head -c 600
+  curl -s -X POST http://127.0.0.1:{port}/v1/sql -H 'content-type: application/json' \\
+       -d '{{"database": "demo", "sql": "SELECT r.name, count(*) AS orders FROM orders o JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id GROUP BY r.name ORDER BY orders DESC"}}'
+  curl -s -X POST http://127.0.0.1:{port}/v1/check -H 'content-type: application/json' \\
+       -d '{{"sql": "SELECT pg_sleep(10)"}}'
+  curl -s -X POST http://127.0.0.1:{port}/v1/ask -H 'content-type: application/json' \\
+       -d '{{"database": "demo", "question": "How many orders were placed per region?"}}'
+       (needs an LLM: set OPENAI_BASE_URL, OPENAI_API_KEY and NL2SQL_LLM__MODEL before starting the demo)
+  curl -s http://127.0.0.1:{port}/metrics | grep ^nl2sql_ | head
+"""
+
+
+async def _prepare(server: EmbeddedPostgres) -> tuple[str, str]:
+    import asyncpg  # noqa: PLC0415 - demo set-up is part of the execution layer
+
+    reader_dsn = await ensure_demo_database(server.admin_dsn)
+    admin = await asyncpg.connect(server.admin_dsn)
+    try:
+        if not await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", STORE_DATABASE):
+            await admin.execute(f'CREATE DATABASE "{STORE_DATABASE}"')
+    finally:
+        await admin.close()
+    return reader_dsn, derive_dsn(server.admin_dsn, database=STORE_DATABASE)
+
+
+def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
+    """The demo's settings: the environment still supplies the LLM endpoint and any other override."""
+    settings = load_settings(
+        databases={"demo": DatabaseSettings(
+            dsn=reader_dsn,
+            description="Demo BI database: customers, products, orders, payments, employees, events.",
+        )},
+    )
+    settings.server.host = "127.0.0.1"  # the demo never listens beyond loopback
+    settings.server.port = port
+    settings.store.dsn = settings.store.dsn or store_dsn
+    return settings
+
+
+def run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]) -> None:
+    data_dir = data_dir or default_data_dir()
+    server = EmbeddedPostgres(data_dir)
+    print(f"starting embedded Postgres in {data_dir} ...", flush=True)
+    server.start()
+    try:
+        reader_dsn, store_dsn = asyncio.run(_prepare(server))
+        settings = demo_settings(reader_dsn, store_dsn, port)
+        print(BANNER.format(port=port, data_dir=data_dir), flush=True)
+        serve(settings)
+    finally:
+        print("stopping embedded Postgres ...", flush=True)
+        server.stop()

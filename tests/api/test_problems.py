@@ -1,0 +1,125 @@
+"""Every problem code a client or an outage can cause, reached through HTTP; never a 500 or a hang."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from gateway import errors
+
+PROBLEM = "application/problem+json"
+
+
+def assert_problem(response: httpx.Response, status: int, code: str) -> dict[str, object]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    body = response.json()
+    assert body["code"] == code and body["status"] == status
+    assert body["type"].endswith("/" + code) and body["title"] and body["detail"]
+    assert body["request_id"] == response.headers["x-request-id"]
+    return body
+
+
+async def test_malformed_json_body(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/sql", content=b'{"database": "demo", "sql": ', headers={"content-type": "application/json"})
+    assert_problem(response, 400, "malformed_body")
+
+
+@pytest.mark.parametrize("payload", [
+    {"database": "demo"},
+    {"database": "demo", "sql": ""},
+    {"database": "demo", "sql": 42},
+    {"database": "demo", "sql": "SELECT 1", "max_rows": 0},
+    {"database": "demo", "sql": "SELECT 1", "surprise": True},
+    [],
+])
+async def test_body_that_does_not_match_the_schema(client: httpx.AsyncClient, payload: object) -> None:
+    body = assert_problem(await client.post("/v1/sql", json=payload), 422, "invalid_request")
+    assert body["errors"]
+
+
+async def test_body_too_large(client: httpx.AsyncClient) -> None:
+    huge = "SELECT 1 -- " + "x" * 1_100_000
+    assert_problem(await client.post("/v1/sql", json={"database": "demo", "sql": huge}), 413, "payload_too_large")
+
+
+async def test_sql_too_large(client: httpx.AsyncClient) -> None:
+    text = "SELECT 1" + " " * 100_001
+    body = assert_problem(await client.post("/v1/sql", json={"database": "demo", "sql": text}), 413, "sql_too_large")
+    assert "max_sql_bytes" in str(body["detail"])
+
+
+async def test_unknown_database(client: httpx.AsyncClient) -> None:
+    body = assert_problem(await client.post("/v1/sql", json={"database": "nope", "sql": "SELECT 1"}), 404,
+                          "unknown_database")
+    assert "demo" in str(body["detail"])
+    assert_problem(await client.get("/v1/databases/nope/schema"), 404, "unknown_database")
+
+
+@pytest.mark.parametrize(("text", "code"), [
+    ("DELETE FROM orders", "write_statement"),
+    ("SELECT 1; DROP TABLE orders", "multiple_statements"),
+    ("SELECT pg_sleep(5)", "function_blocked"),
+    ("SELECT * FROM orders FOR UPDATE", "locking_clause"),
+    ("WITH gone AS (DELETE FROM orders RETURNING *) SELECT count(*) FROM gone", "data_modifying_cte"),
+    ("SELEC 1", "parse_error"),
+])
+async def test_blocked_sql_lists_findings(client: httpx.AsyncClient, text: str, code: str) -> None:
+    body = assert_problem(await client.post("/v1/sql", json={"database": "demo", "sql": text}), 422, "sql_blocked")
+    assert code in body["codes"]  # type: ignore[operator]
+    assert all({"code", "message"} <= set(f) for f in body["findings"])  # type: ignore[union-attr]
+
+
+async def test_database_error_keeps_sqlstate_and_position(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/sql", json={"database": "demo", "sql": "SELECT no_such_column FROM orders"})
+    body = assert_problem(response, 422, "query_error")
+    assert body["sqlstate"] == "42703"
+    assert body["position"] == 8  # 1-based, as Postgres reports it
+    assert "no_such_column" in str(body["message"])
+
+
+async def test_statement_timeout_with_a_real_slow_query(client: httpx.AsyncClient) -> None:
+    # Allowed SQL that takes far longer than the 1.5 s statement_timeout: a bounded recursive count.
+    slow = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000000) "
+            "SELECT count(*) FROM n")
+    body = assert_problem(await client.post("/v1/sql", json={"database": "demo", "sql": slow}), 504,
+                          "statement_timeout")
+    assert body["sqlstate"] == "57014" and "statement_timeout_ms" in str(body["detail"])
+    # The connection went back to the pool healthy.
+    ok = await client.post("/v1/sql", json={"database": "demo", "sql": "SELECT 1"})
+    assert ok.status_code == 200
+
+
+async def test_database_unavailable(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/sql", json={"database": "down", "sql": "SELECT 1"})
+    assert_problem(response, 503, "database_unavailable")
+    assert response.headers["retry-after"]
+    assert_problem(await client.get("/v1/databases/down/schema"), 503, "database_unavailable")
+
+
+async def test_unknown_route_and_method(client: httpx.AsyncClient) -> None:
+    assert_problem(await client.get("/v1/nothing-here"), 404, "not_found")
+    assert_problem(await client.get("/v1/sql"), 405, "method_not_allowed")
+
+
+async def test_bind_parameters_are_a_client_error(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/sql", json={"database": "demo", "sql": "SELECT $1::int"})
+    assert response.status_code in {422}, response.text
+    assert response.json()["code"] in {"query_error", "sql_blocked"}
+
+
+async def test_check_endpoint_returns_verdicts_not_errors(client: httpx.AsyncClient) -> None:
+    allowed = (await client.post("/v1/check", json={"sql": "SELECT 1"})).json()["verdict"]
+    assert allowed["allowed"] is True and allowed["statement_kind"] == "select"
+    blocked = (await client.post("/v1/check", json={"sql": "SELECT pg_read_file('/etc/passwd')"})).json()["verdict"]
+    assert blocked["allowed"] is False and blocked["codes"] == ["function_blocked"]
+    assert "pg_read_file" in blocked["findings"][0]["message"]
+    unknown = await client.post("/v1/check", json={"sql": "SELECT 1", "database": "nope"})
+    assert_problem(unknown, 404, "unknown_database")
+
+
+def test_every_error_class_has_a_distinct_code_and_a_client_status() -> None:
+    classes = errors.all_error_classes()
+    codes = [c.code for c in classes]
+    assert len(codes) == len(set(codes))
+    assert all(400 <= c.status < 600 for c in classes)

@@ -1,0 +1,71 @@
+"""The settings object: file + environment, secrets only from the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.settings import ConfigError, load_settings
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "gw.toml"
+    path.write_text(text)
+    return path
+
+
+def test_file_and_environment_with_env_winning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path, """
+[server]
+port = 9000
+[databases.sales]
+dsn = "postgresql://reader@db:5432/sales"
+pool_max_size = 4
+[databases.sales.limits]
+max_rows = 50
+[databases.sales.safety]
+extra_functions = ["my_pure_fn"]
+max_joins = 3
+""")
+    monkeypatch.setenv("NL2SQL_CONFIG", str(path))
+    monkeypatch.setenv("NL2SQL_SERVER__PORT", "9100")
+    monkeypatch.setenv("NL2SQL_DATABASES__SALES__PASSWORD", "s3cret")
+    settings = load_settings()
+    assert settings.server.port == 9100
+    sales = settings.databases["sales"]
+    assert sales.pool_max_size == 4 and sales.limits.max_rows == 50
+    assert sales.safety.max_joins == 3 and "my_pure_fn" in sales.safety.extra_functions
+    assert sales.password is not None and sales.password.get_secret_value() == "s3cret"
+    assert "s3cret" not in repr(settings)
+
+
+@pytest.mark.parametrize("text", [
+    '[databases.x]\ndsn = "postgresql://u:hunter2@db/x"\n',
+    '[databases.x]\ndsn = "postgresql://u@db/x"\npassword = "hunter2"\n',
+    '[llm]\napi_key = "sk-123"\n',
+])
+def test_secrets_in_the_file_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.setenv("NL2SQL_CONFIG", str(write(tmp_path, text)))
+    with pytest.raises(ConfigError, match="environment"):
+        load_settings()
+
+
+def test_bad_values_name_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NL2SQL_CONFIG", str(write(tmp_path, '[databases.x]\ndsn = "mysql://x"\n')))
+    with pytest.raises(ConfigError, match="dsn"):
+        load_settings()
+    monkeypatch.setenv("NL2SQL_CONFIG", str(write(tmp_path, "[server]\nprot = 1\n")))
+    with pytest.raises(ConfigError, match="prot"):
+        load_settings()
+
+
+def test_openai_standard_variables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    settings = load_settings()
+    assert settings.llm.base_url == "http://127.0.0.1:9/v1"
+    assert settings.llm.api_key is not None and settings.llm.api_key.get_secret_value() == "sk-test"
+    monkeypatch.setenv("NL2SQL_LLM__BASE_URL", "http://127.0.0.1:10/v1")
+    assert load_settings().llm.base_url == "http://127.0.0.1:10/v1"
