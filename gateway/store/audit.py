@@ -1,0 +1,49 @@
+"""Request audit: one row per question the gateway answered, so feedback can refer to it later."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.store.pool import Db
+
+
+@dataclass(slots=True)
+class AuditEntry:
+    request_id: str
+    database: str
+    question: str
+    status: str
+    evidence: str = ""
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    final_sql: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    guideline_version: int | None = None
+
+
+async def record(db: Db, entry: AuditEntry) -> None:
+    """Insert the entry; a retried request with the same id overwrites its earlier row."""
+    await db.execute(
+        """
+        INSERT INTO request_audit (request_id, database, question, evidence, attempts, final_sql, status,
+                                   timings, guideline_version)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+        ON CONFLICT (request_id) DO UPDATE SET
+            database = EXCLUDED.database, question = EXCLUDED.question, evidence = EXCLUDED.evidence,
+            attempts = EXCLUDED.attempts, final_sql = EXCLUDED.final_sql, status = EXCLUDED.status,
+            timings = EXCLUDED.timings, guideline_version = EXCLUDED.guideline_version
+        """,
+        entry.request_id, entry.database, entry.question, entry.evidence, entry.attempts, entry.final_sql,
+        entry.status, entry.timings, entry.guideline_version,
+    )
+
+
+async def get(db: Db, request_id: str) -> AuditEntry | None:
+    row = await db.fetchrow("SELECT * FROM request_audit WHERE request_id = $1", request_id)
+    if row is None:
+        return None
+    return AuditEntry(
+        request_id=row["request_id"], database=row["database"], question=row["question"], status=row["status"],
+        evidence=row["evidence"], attempts=row["attempts"], final_sql=row["final_sql"], timings=row["timings"],
+        guideline_version=row["guideline_version"],
+    )

@@ -1,0 +1,95 @@
+"""Corrections: a wrong SQL and the SQL that fixed it, from reflection, a user or a DBA.
+
+MAGIC reads the unprocessed ones and marks each with what it made of it (see the migration's comment).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from gateway.store.pool import Db
+
+Source = Literal["reflection", "user", "dba"]
+Outcome = Literal["success", "exhausted", "holdout", "unusable"]
+
+
+@dataclass(slots=True)
+class StoredCorrection:
+    id: int
+    database: str
+    question: str
+    evidence: str
+    incorrect_sql: str
+    corrected_sql: str
+    source: str
+    verified: bool
+    request_id: str | None
+    outcome: str | None
+    created_at: datetime
+
+
+async def add(
+    db: Db, *, database: str, question: str, incorrect_sql: str, corrected_sql: str, source: Source,
+    verified: bool, evidence: str = "", request_id: str | None = None,
+) -> int:
+    return int(await db.fetchval(
+        """
+        INSERT INTO corrections (request_id, database, question, evidence, incorrect_sql, corrected_sql,
+                                 source, verified)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
+        """,
+        request_id, database, question, evidence or "", incorrect_sql, corrected_sql, source, verified,
+    ))
+
+
+def _from_row(row: object) -> StoredCorrection:
+    r = dict(row)  # type: ignore[call-overload]
+    return StoredCorrection(
+        id=r["id"], database=r["database"], question=r["question"], evidence=r["evidence"],
+        incorrect_sql=r["incorrect_sql"], corrected_sql=r["corrected_sql"], source=r["source"],
+        verified=r["verified"], request_id=r["request_id"], outcome=r["outcome"], created_at=r["created_at"],
+    )
+
+
+async def pending(db: Db, *, verified_only: bool, limit: int) -> list[StoredCorrection]:
+    """Unprocessed corrections, oldest first."""
+    rows = await db.fetch(
+        """
+        SELECT * FROM corrections
+        WHERE processed_at IS NULL AND (verified OR NOT $1)
+        ORDER BY id LIMIT $2
+        """,
+        verified_only, limit,
+    )
+    return [_from_row(r) for r in rows]
+
+
+async def count_pending(db: Db, *, verified_only: bool) -> int:
+    return int(await db.fetchval(
+        "SELECT count(*) FROM corrections WHERE processed_at IS NULL AND (verified OR NOT $1)", verified_only,
+    ))
+
+
+async def holdout(db: Db, *, limit: int) -> list[StoredCorrection]:
+    """The most recent corrections kept apart for the activation gate (MAGIC never saw them)."""
+    rows = await db.fetch(
+        "SELECT * FROM corrections WHERE outcome = 'holdout' ORDER BY id DESC LIMIT $1", limit,
+    )
+    return [_from_row(r) for r in rows]
+
+
+async def mark_processed(db: Db, correction_id: int, outcome: Outcome) -> None:
+    await db.execute(
+        "UPDATE corrections SET processed_at = now(), outcome = $2 WHERE id = $1", correction_id, outcome,
+    )
+
+
+async def verify_for_request(db: Db, request_id: str, final_sql: str) -> int:
+    """A user confirmed a request's final SQL: corrections that produced it become verified."""
+    result = await db.execute(
+        "UPDATE corrections SET verified = true WHERE request_id = $1 AND corrected_sql = $2 AND NOT verified",
+        request_id, final_sql,
+    )
+    return int(result.split()[-1])

@@ -1,0 +1,65 @@
+"""User feedback on answers: one row per (request, client)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from gateway.store.pool import Db
+
+
+@dataclass(slots=True)
+class StoredFeedback:
+    id: int
+    request_id: str
+    client_id: str
+    verdict: str
+    corrected_sql: str | None
+    note: str | None
+    correction_id: int | None
+    example_id: int | None
+    created_at: datetime
+
+
+def _from_row(row: object) -> StoredFeedback:
+    r = dict(row)  # type: ignore[call-overload]
+    return StoredFeedback(
+        id=r["id"], request_id=r["request_id"], client_id=r["client_id"], verdict=r["verdict"],
+        corrected_sql=r["corrected_sql"], note=r["note"], correction_id=r["correction_id"],
+        example_id=r["example_id"], created_at=r["created_at"],
+    )
+
+
+async def get(db: Db, request_id: str, client_id: str) -> StoredFeedback | None:
+    row = await db.fetchrow(
+        "SELECT * FROM feedback WHERE request_id = $1 AND client_id = $2", request_id, client_id,
+    )
+    return _from_row(row) if row else None
+
+
+async def insert(
+    db: Db, *, request_id: str, client_id: str, verdict: str, corrected_sql: str | None, note: str | None,
+    correction_id: int | None, example_id: int | None,
+) -> StoredFeedback | None:
+    """Insert the feedback; None when this client already gave feedback on this request."""
+    row = await db.fetchrow(
+        """
+        INSERT INTO feedback (request_id, client_id, verdict, corrected_sql, note, correction_id, example_id)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT (request_id, client_id) DO NOTHING
+        RETURNING *
+        """,
+        request_id, client_id, verdict, corrected_sql, note, correction_id, example_id,
+    )
+    return _from_row(row) if row else None
+
+
+async def accuracy_by_database(db: Db) -> dict[str, tuple[int, int]]:
+    """(correct, total) verdicts per database, for the accuracy gauge."""
+    rows = await db.fetch(
+        """
+        SELECT a.database, count(*) FILTER (WHERE f.verdict = 'correct') AS correct, count(*) AS total
+        FROM feedback f JOIN request_audit a USING (request_id) GROUP BY a.database
+        """
+    )
+    return {r["database"]: (int(r["correct"]), int(r["total"])) for r in rows}
