@@ -128,48 +128,6 @@ class MagicSettings(BaseModel):
                                    "with fewer, candidates wait for a DBA (activate with force).")
     gate_max_examples: int = Field(default=50, ge=1, description="Most held-out corrections replayed per "
                                    "evaluation (the most recent ones).")
-    command_timeout_s: float = Field(default=30.0, gt=0, description="Longest a store query may take.")
-    migrate_on_start: bool = Field(
-        default=True, description="Apply pending store migrations at start-up (`nl2sql-gateway migrate` does "
-        "it by hand); replicas starting together take turns through an advisory lock."
-    )
-    exact_match_answers: bool = Field(
-        default=False, description="Answer a question that exactly matches a verified example (same database, "
-        "same words ignoring case, spaces and final punctuation) with its verified SQL, without the LLM."
-    )
-
-
-class MagicSettings(BaseModel):
-    """MAGIC guideline regeneration from the store's corrections (see gateway/magic)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schedule: bool = Field(default=True, description="Run regeneration inside the server (one replica at a "
-                           "time, elected with a Postgres advisory lock). Needs a store and an LLM.")
-    interval_s: float = Field(default=86_400.0, gt=0, description="Regenerate when the last run finished "
-                              "longer ago than this and there are pending corrections.")
-    min_new_corrections: int = Field(default=20, ge=1, description="Regenerate as soon as this many "
-                                     "corrections are pending, whatever the interval.")
-    poll_s: float = Field(default=60.0, gt=0, description="How often the scheduler looks at the store.")
-    model: str | None = Field(default=None, description="LLM model for the MAGIC agents; llm.model if unset.")
-    batch_size: int = Field(default=10, ge=1, description="Successful feedbacks per guideline update (the "
-                            "paper's 10).")
-    max_iterations: int = Field(default=5, ge=1, le=20, description="Feedback-correction iterations per "
-                                "correction before giving up (the paper's 5).")
-    concurrency: int = Field(default=2, ge=1, description="Corrections worked on at once in one run.")
-    max_corrections_per_run: int = Field(default=200, ge=1, description="Most corrections one run takes.")
-    verified_only: bool = Field(default=True, description="Use only verified corrections (user or DBA "
-                                "corrections, or reflection fixes a user confirmed).")
-    holdout_every: int = Field(default=5, ge=0, description="Every n-th correction (by id) is kept apart "
-                               "for the activation gate instead of feeding MAGIC; 0 keeps none apart.")
-    auto_activate: bool = Field(default=True, description="Activate a new candidate when it passes the gate.")
-    gate_threshold: float = Field(default=0.0, ge=0, le=1, description="A candidate passes when its "
-                                  "held-out accuracy is at least the active version's minus this.")
-    gate_min_examples: int = Field(default=1, ge=0, description="Fewest held-out corrections the gate needs; "
-                                   "with fewer, candidates wait for a DBA (activate with force).")
-    gate_max_examples: int = Field(default=50, ge=1, description="Most held-out corrections replayed per "
-                                   "evaluation (the most recent ones).")
-
 
 
 class LLMSettings(BaseModel):
@@ -199,7 +157,6 @@ class Settings(BaseSettings):
     databases: dict[str, DatabaseSettings] = Field(default_factory=dict, description="Named target databases.")
     server: ServerSettings = Field(default_factory=ServerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
-    magic: MagicSettings = Field(default_factory=MagicSettings)
     magic: MagicSettings = Field(default_factory=MagicSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
