@@ -49,6 +49,39 @@ class Limits(BaseModel):
     )
 
 
+FINDING_CODES_REFLECTED_BY_DEFAULT = frozenset(
+    {"empty_result", "count_mismatch", "grouping_mismatch", "rule_violation", "llm_judge"}
+)
+
+
+class AskPolicy(BaseModel):
+    """How ``POST /v1/ask`` works on one database: model, reflection loop and guideline use."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = Field(default=None, description="LLM model for this database; llm.model if unset.")
+    temperature: float | None = Field(default=None, ge=0, le=2, description="llm.temperature if unset.")
+    max_iterations: int = Field(
+        default=3, ge=0, le=10, description="Most reflection rounds after the first generation (0: none)."
+    )
+    time_budget_s: float = Field(
+        default=30.0, gt=0, description="Time budget of one question, all attempts (capped by "
+        "server.request_timeout_s); no new reflection starts once it is spent."
+    )
+    reflect_on: frozenset[str] = Field(
+        default=FINDING_CODES_REFLECTED_BY_DEFAULT,
+        description="Finding codes that trigger a reflection; exec_error, blocked and no_sql always do. "
+        "Other findings leave the answer `suspicious`.",
+    )
+    guideline_scenario: Literal["errors_only", "suspicious", "all"] = Field(
+        default="suspicious",
+        description="Which attempts the active guideline is applied to (the MAGIC paper's scenarios): "
+        "`errors_only` reflections on failed or blocked SQL, `suspicious` every reflection, `all` every "
+        "reflection plus a guideline review of SQL that passed validation.",
+    )
+    llm_judge: bool = Field(default=False, description="Ask the LLM whether a result answers the question.")
+
+
 class DatabaseSettings(BaseModel):
     """One named target database that clients may query."""
 
@@ -63,6 +96,7 @@ class DatabaseSettings(BaseModel):
     pool_max_size: int = Field(default=10, ge=1, description="Most connections open to this database.")
     limits: Limits = Field(default_factory=Limits)
     safety: Policy = Field(default_factory=Policy)
+    ask: AskPolicy = Field(default_factory=AskPolicy)
 
     @field_validator("dsn")
     @classmethod

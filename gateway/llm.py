@@ -1,0 +1,202 @@
+"""LLM access: one ``openai.AsyncOpenAI`` client against any OpenAI-compatible endpoint.
+
+Every call names its *purpose* (generate, reflect, judge, magic_*), which labels the metrics
+``nl2sql_llm_calls_total``, ``nl2sql_llm_seconds`` and ``nl2sql_llm_tokens_total``.
+
+The SDK's own retries are switched off: this module retries 429, 5xx, connection errors and timeouts
+itself, with exponential backoff, so that the whole call, retries included, ends before the request's
+deadline. A semaphore bounds the calls in flight (``llm.max_concurrency``); waiting for it counts against
+the deadline too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import openai
+
+from gateway import errors
+from gateway.observability import metrics
+from gateway.observability.logging import get_logger
+from gateway.settings import LLMSettings
+
+log = get_logger(__name__)
+
+BACKOFF_BASE_S = 0.25
+BACKOFF_MAX_S = 4.0
+MIN_CALL_S = 0.05  # below this much time left, a call cannot succeed: give up instead of trying
+
+
+@dataclass(frozen=True, slots=True)
+class LLMReply:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    llm_ms: float  # wall time of the call, retries and semaphore wait included
+    model: str
+
+
+class LLMClient:
+    """Chat completions with bounded concurrency, bounded retries and metrics by purpose."""
+
+    def __init__(self, settings: LLMSettings, client: openai.AsyncOpenAI) -> None:
+        self.settings = settings
+        self.client = client
+        self._slots = asyncio.Semaphore(settings.max_concurrency)
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        purpose: str,
+        model: str,
+        temperature: float | None = None,
+        deadline: float | None = None,
+    ) -> LLMReply:
+        """One completion; ``deadline`` is a ``time.monotonic()`` instant the call must end by.
+
+        Raises :class:`errors.LLMUnavailable` (endpoint down, 5xx, 429 or timeouts after the retries),
+        :class:`errors.DeadlineExceeded` (the request's time budget ran out first) or
+        :class:`errors.LLMBadOutput` (a 200 answer without a message).
+        """
+        started = time.monotonic()
+        temperature = self.settings.temperature if temperature is None else temperature
+        attempt = 0
+        outcome = "error"
+        try:
+            while True:
+                timeout = self._timeout(deadline)
+                try:
+                    async with asyncio.timeout(timeout):
+                        async with self._slots:
+                            response = await self.client.chat.completions.create(
+                                model=model, messages=messages,  # type: ignore[arg-type]
+                                temperature=temperature, timeout=timeout,
+                            )
+                    reply = _reply(response, model, started)
+                    outcome = "ok"
+                    metrics.LLM_TOKENS.labels(purpose, "prompt").inc(reply.prompt_tokens)
+                    metrics.LLM_TOKENS.labels(purpose, "completion").inc(reply.completion_tokens)
+                    return reply
+                except (openai.APITimeoutError, TimeoutError, openai.APIConnectionError,
+                        openai.RateLimitError, openai.InternalServerError) as exc:
+                    outcome = _outcome(exc)
+                    attempt += 1
+                    pause = _backoff(attempt, exc)
+                    if attempt > self.settings.max_retries or not _time_left(deadline, pause + MIN_CALL_S):
+                        raise _give_up(exc, attempt, cut_short=timeout < self.settings.timeout_s) from exc
+                    log.info("llm_retry", purpose=purpose, attempt=attempt, error=type(exc).__name__,
+                             pause_s=round(pause, 3))
+                    await asyncio.sleep(pause)
+                except openai.APIStatusError as exc:  # 4xx other than 429: retrying will not help
+                    outcome = "rejected"
+                    raise errors.LLMUnavailable(
+                        f"the LLM endpoint refused the call ({exc.status_code}): {_short(exc)}",
+                        llm_status=exc.status_code,
+                    ) from exc
+                except (openai.APIResponseValidationError, ValueError) as exc:  # ValueError: body not JSON
+                    outcome = "bad_output"
+                    raise errors.LLMBadOutput(f"the LLM endpoint's answer is not a completion: {_short(exc)}") from exc
+                except errors.LLMBadOutput:
+                    outcome = "bad_output"
+                    raise
+        finally:
+            metrics.LLM_CALLS.labels(purpose, outcome).inc()
+            metrics.LLM_SECONDS.labels(purpose).observe(time.monotonic() - started)
+
+    def _timeout(self, deadline: float | None) -> float:
+        if deadline is None:
+            return self.settings.timeout_s
+        left = deadline - time.monotonic()
+        if left < MIN_CALL_S:
+            raise errors.DeadlineExceeded("the question's time budget was spent before the LLM could answer")
+        return min(self.settings.timeout_s, left)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def _reply(response: object, model: str, started: float) -> LLMReply:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise errors.LLMBadOutput("the LLM endpoint answered without any choice")
+    message = getattr(choices[0], "message", None)
+    text = getattr(message, "content", None)
+    if not isinstance(text, str):
+        raise errors.LLMBadOutput("the LLM endpoint answered without message content")
+    usage = getattr(response, "usage", None)
+    return LLMReply(
+        text=text,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        llm_ms=(time.monotonic() - started) * 1000,
+        model=str(getattr(response, "model", None) or model),
+    )
+
+
+def _give_up(exc: Exception, attempts: int, *, cut_short: bool) -> errors.GatewayError:
+    """The error after the last try: the budget's fault when the deadline shortened a call that timed out."""
+    if cut_short and isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+        return errors.DeadlineExceeded(
+            "the LLM did not answer within the question's time budget (ask.time_budget_s)", attempts=attempts
+        )
+    return errors.LLMUnavailable(
+        f"the LLM endpoint failed {attempts} time(s), last with {type(exc).__name__}: "
+        + (_short(exc) or "no answer within llm.timeout_s"),
+        attempts=attempts,
+    )
+
+
+def _outcome(exc: Exception) -> str:
+    if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, openai.RateLimitError):
+        return "rate_limited"
+    if isinstance(exc, openai.APIConnectionError):
+        return "unreachable"
+    return "server_error"
+
+
+def _backoff(attempt: int, exc: Exception) -> float:
+    """Exponential backoff with full jitter; a server's Retry-After (seconds) is honoured up to the cap."""
+    pause = random.uniform(0, min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
+    response = getattr(exc, "response", None)
+    header = response.headers.get("retry-after") if response is not None else None
+    if header and header.replace(".", "", 1).isdigit():
+        pause = max(pause, min(float(header), BACKOFF_MAX_S))
+    return pause
+
+
+def _time_left(deadline: float | None, needed: float) -> bool:
+    return deadline is None or deadline - time.monotonic() > needed
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def is_configured(settings: LLMSettings) -> bool:
+    """An endpoint is known: a base URL (OpenAI-compatible server) or an API key (OpenAI itself)."""
+    return bool(settings.base_url or settings.api_key)
+
+
+@asynccontextmanager
+async def open_llm(settings: LLMSettings) -> AsyncIterator[LLMClient | None]:
+    """The lifespan's LLM client, or None when no endpoint is configured (``/v1/ask`` then answers
+    ``llm_not_configured``; the SQL endpoints do not need an LLM)."""
+    if not is_configured(settings):
+        yield None
+        return
+    key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"  # local servers need none
+    client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0)
+    llm = LLMClient(settings, client)
+    try:
+        yield llm
+    finally:
+        await llm.close()

@@ -1,0 +1,61 @@
+"""Prompts of the question pipeline: generation, reflection and the optional result judge.
+
+Written for this gateway (the method follows the agentic-reflection, self-healing and CHASE-SQL query-fixer
+write-ups: show the model what was tried and what was found, let it reason, ask for one revised query).
+Every prompt asks for the SQL between ``<sql>`` and ``</sql>``; ``gateway.generate.extract_sql`` also
+accepts fenced blocks and bare SQL because not every model follows instructions.
+"""
+
+from __future__ import annotations
+
+GENERATE_SYSTEM = """\
+You translate business questions into PostgreSQL for a read-only analytics gateway.
+Write exactly one SELECT statement (WITH ... SELECT is fine) that answers the question from the tables \
+shown. Use only tables and columns that appear in the schema; follow the administrators' rules; prefer the \
+stored values listed under "Matching stored values" when the question names a value. Return only the \
+columns the question asks for, with readable aliases. Never write to the database.
+Think step by step if it helps, then put the final SQL between <sql> and </sql>."""
+
+REFLECT_SYSTEM = """\
+You review SQL that a gateway generated for a business question and repair it.
+You see the question, the schema, the administrators' rules, every earlier attempt with what the gateway \
+found when it checked, ran and validated it, and sometimes a guideline of mistakes made before.
+First reason inside <thinking>...</thinking>: what does the question ask for, which finding points to \
+which part of the SQL, and what must change. Then give exactly one revised read-only SELECT between \
+<sql> and </sql>. If you are convinced the latest SQL already answers the question correctly, repeat it \
+unchanged."""
+
+JUDGE_SYSTEM = """\
+You check whether the result of a SQL query answers a business question. Look at what was asked \
+(a count, a list, one value per group, a time range, a filter) and compare it with the SQL and the rows.
+Answer <verdict>yes</verdict> when the result answers the question, otherwise <verdict>no</verdict> \
+followed by <reason>one sentence naming what is wrong</reason>."""
+
+# What each finding asks of the next attempt: the reflection prompt adds these under the findings.
+FINDING_ADVICE: dict[str, str] = {
+    "exec_error": "PostgreSQL rejected the statement. Fix the cause the error names; check every table and "
+    "column against the schema, and type casts and GROUP BY completeness.",
+    "blocked": "The gateway's safety check refused the statement, so it was never run. Write one read-only "
+    "SELECT without the refused construct, function or column.",
+    "no_sql": "No SQL statement could be read from the answer. Put exactly one statement between <sql> and "
+    "</sql>.",
+    "empty_result": "The query ran but returned no rows. Check literal values against the stored values "
+    "(spelling, case), join conditions and filters that may be too strict.",
+    "null_heavy": "Most values in the result are NULL. Check outer joins, join keys and whether the right "
+    "columns are selected.",
+    "count_mismatch": "The question asks how many, but the query returned many rows. Aggregate (COUNT) "
+    "unless a count per group was asked for.",
+    "grouping_mismatch": "The question asks for a value per group (per / each / by), but the query returned "
+    "a single row. Add the grouping column and GROUP BY.",
+    "duplicate_rows": "The result contains identical rows. A join may multiply rows; check join keys or "
+    "use DISTINCT or aggregation where the question implies unique items.",
+    "truncated": "The result was cut at the row limit. If the question wants a summary, aggregate; if it "
+    "wants a top list, add ORDER BY and LIMIT.",
+    "rule_violation": "The query breaks a rule of the database's administrators. Follow the rule exactly.",
+    "llm_judge": "A reviewer judged that the result does not answer the question.",
+    "guideline_review": "The query passed validation; review it against the guideline and change it only "
+    "if one of the guideline's reminders applies.",
+}
+
+NO_RULES = "(none)"
+NO_EVIDENCE = "(none)"

@@ -1,0 +1,130 @@
+"""Respond: the answer to a question, the attempts trace, and their server-sent-event form.
+
+Status of an answer:
+- ``ok``: the chosen attempt ran and validation found nothing;
+- ``suspicious``: it ran, but findings remain (ones the policy does not reflect on, or ones reflection did
+  not clear before the loop stopped);
+- ``failed``: no attempt ran successfully (database errors, or no SQL in the LLM's answers);
+- ``blocked``: every attempt that produced SQL was refused by the safety check.
+
+When the LLM's answers never contained any SQL at all, ``POST /v1/ask`` answers the problem
+``llm_bad_output`` (502) instead of a ``failed`` answer: nothing was tried, so there is no trace worth
+returning as a result (the problem carries the attempts anyway).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gateway.execute import QueryResult
+from gateway.validate import Finding
+
+Source = Literal["generation", "reflection"]
+Status = Literal["ok", "suspicious", "failed", "blocked"]
+
+
+@dataclass(slots=True)
+class Attempt:
+    n: int
+    source: Source
+    sql: str | None
+    findings: list[Finding] = field(default_factory=list)
+    triggers: list[str] = field(default_factory=list)  # finding codes that call for a reflection
+    timings: dict[str, float] = field(default_factory=dict)  # llm_ms, check_ms, db_ms, total_ms
+    tokens: dict[str, int] = field(default_factory=lambda: {"prompt": 0, "completion": 0})
+    guideline_applied: bool = False
+    result: QueryResult | None = None  # kept for the answer; not part of the trace
+
+    @property
+    def ran(self) -> bool:
+        return self.result is not None
+
+    @property
+    def passed(self) -> bool:
+        return self.ran and not self.triggers
+
+    @property
+    def codes(self) -> list[str]:
+        return list(dict.fromkeys(f.code for f in self.findings))
+
+    def rank(self) -> int:
+        """Which attempt makes the best answer: passed > ran with findings > failed > blocked > no SQL."""
+        if self.passed:
+            return 4
+        if self.ran:
+            return 3
+        if "exec_error" in self.codes:
+            return 2
+        return 1 if "blocked" in self.codes else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "source": self.source,
+            "sql": self.sql,
+            "passed": self.passed,
+            "findings": [f.as_dict() for f in self.findings],
+            "row_count": self.result.row_count if self.result else None,
+            "guideline_applied": self.guideline_applied,
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "tokens": dict(self.tokens),
+        }
+
+
+@dataclass(slots=True)
+class Answer:
+    status: Status
+    database: str
+    question: str
+    chosen: Attempt | None
+    attempts: list[Attempt]
+    stop_reason: str
+    guideline_version: str | None
+    guideline_applied: bool
+    request_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        result = self.chosen.result if self.chosen else None
+        return {
+            "status": self.status,
+            "database": self.database,
+            "sql": self.chosen.sql if self.chosen else None,
+            "columns": [{"name": c.name, "type": c.type} for c in result.columns] if result else [],
+            "rows": result.rows if result else [],
+            "row_count": result.row_count if result else 0,
+            "truncated": result.truncated if result else False,
+            "findings": [f.as_dict() for f in self.chosen.findings] if self.chosen else [],
+            "attempts": [a.as_dict() for a in self.attempts],
+            "stop_reason": self.stop_reason,
+            "guideline_version": self.guideline_version,
+            "guideline_applied": self.guideline_applied,
+            "request_id": self.request_id,
+        }
+
+
+def choose(attempts: list[Attempt]) -> Attempt | None:
+    """The best attempt; among equals the latest (it had the most information)."""
+    best: Attempt | None = None
+    for attempt in attempts:
+        if attempt.sql is not None and (best is None or attempt.rank() >= best.rank()):
+            best = attempt
+    return best
+
+
+def status_of(chosen: Attempt | None) -> Status:
+    if chosen is None or chosen.rank() == 2 or chosen.rank() == 0:
+        return "failed"
+    if chosen.rank() == 1:
+        return "blocked"
+    return "ok" if chosen.passed and not chosen.findings else "suspicious"
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, allow_nan=False, default=str)
+
+
+def sse(event: str, data: Any) -> bytes:
+    """One server-sent event; JSON has no raw newlines, so one ``data:`` line suffices."""
+    return f"event: {event}\ndata: {to_json(data)}\n\n".encode()
