@@ -34,6 +34,7 @@ class Tree:
     columns: list[tuple[JSON, int]] = field(default_factory=list)
     joins: list[JSON] = field(default_factory=list)
     ctes: list[tuple[JSON, int]] = field(default_factory=list)
+    operators: list[JSON] = field(default_factory=list)  # schema-qualified: OPERATOR(schema.op)
     nodes: int = 0
     max_depth: int = 0
 
@@ -47,43 +48,47 @@ _SET_ARMS = ("larg", "rarg")
 def index(stmt: JSON) -> Tree:
     """Index a top-level statement node (``{"SelectStmt": ...}`` or the query of an EXPLAIN)."""
     tree = Tree()
-    # (value, depth, enclosing select, key under which the value sits)
+    # (value, depth, enclosing select, key under which the value sits); only dicts and lists are pushed.
     stack: list[tuple[Any, int, int, str]] = [(stmt, -1, -1, "")]
+    pop, push = stack.pop, stack.append
     while stack:
-        value, depth, scope, key = stack.pop()
-        if isinstance(value, list):
-            stack.extend((item, depth, scope, key) for item in reversed(value))
+        value, depth, scope, key = pop()
+        if type(value) is list:
+            for item in reversed(value):
+                if type(item) is dict or type(item) is list:
+                    push((item, depth, scope, key))
             continue
-        if not isinstance(value, dict):
-            continue
+        kind, body = "", value
         if len(value) == 1:
-            ((kind, body),) = value.items()
-            if not (kind[:1].isupper() and isinstance(body, dict)):
-                kind, body = "", value
-        else:
-            kind, body = "", value
+            for only_key, only in value.items():
+                if type(only) is dict and only_key[:1].isupper():
+                    kind, body = only_key, only
         if kind:
             tree.nodes += 1
+            if kind == "SelectStmt":
+                depth += 1
+            elif kind == "FuncCall":
+                tree.funcs.append((body, scope))
+            elif kind == "RangeVar":
+                tree.relations.append((body, scope))
+            elif kind == "ColumnRef":
+                tree.columns.append((body, scope))
+                continue
+            elif kind == "JoinExpr":
+                tree.joins.append(body)
+            elif kind == "CommonTableExpr":
+                tree.ctes.append((body, scope))
+            elif kind == "A_Expr" and len(body.get("name", ())) > 1:
+                tree.operators.append(body)
         if kind == "SelectStmt" or (not kind and key in _SET_ARMS):
-            # A set-operation arm stays at its parent's depth; any other SELECT is one level deeper.
-            depth = depth if key in _SET_ARMS else depth + 1
+            # A set-operation arm stays at its parent's depth (incremented above only for real SELECTs).
             tree.selects.append(Select(body, depth, scope if scope >= 0 else None))
             scope = len(tree.selects) - 1
-            tree.max_depth = max(tree.max_depth, depth)
-        elif kind == "FuncCall":
-            tree.funcs.append((body, scope))
-        elif kind == "RangeVar":
-            tree.relations.append((body, scope))
-        elif kind == "ColumnRef":
-            tree.columns.append((body, scope))
-            continue
-        elif kind == "JoinExpr":
-            tree.joins.append(body)
-        elif kind == "CommonTableExpr":
-            tree.ctes.append((body, scope))
+            if depth > tree.max_depth:
+                tree.max_depth = depth
         for child_key, child in reversed(body.items()):
-            if isinstance(child, (dict, list)):
-                stack.append((child, depth, scope, child_key))
+            if type(child) is dict or type(child) is list:
+                push((child, depth, scope, child_key))
     return tree
 
 

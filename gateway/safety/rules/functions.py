@@ -39,3 +39,10 @@ def functions(ctx: Context, policy: Policy) -> Iterator[Finding]:
         finding = judge(names(call.get("funcname")), policy, ctx.position(call.get("location")))
         if finding is not None:
             yield finding
+    for op in ctx.tree.operators:
+        # An operator is a function call in disguise; only the built-in ones (pg_catalog) are known to be pure.
+        parts = names(op.get("name"))
+        if parts[:-1] != ["pg_catalog"]:
+            shown = f"OPERATOR({'.'.join(parts)})"
+            yield Finding("function_not_allowed", f"{shown} is not a built-in operator.", shown,
+                          ctx.position(op.get("location")))

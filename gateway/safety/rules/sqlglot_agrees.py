@@ -30,11 +30,12 @@ def sqlglot_agrees(ctx: Context, policy: Policy) -> Iterator[Finding]:
     seen = {(names(c.get("funcname")) or [""])[-1].lower() for c, _ in ctx.tree.funcs}
     pg_locks = any("lockingClause" in s.body for s in ctx.tree.selects)
     pg_into = any("intoClause" in s.body for s in ctx.tree.selects)
-    for node in root.walk():
+    for node in root.walk(bfs=False):
+        category = _category(type(node))
+        if category is None:
+            continue
         if isinstance(node, exp.Command):
             yield Finding("parse_error", f"sqlglot keeps '{str(node.this)[:40]}' as an opaque command.")
-        elif isinstance(node, (exp.Select, exp.Values, exp.Union)) or isinstance(node, exp.Query):
-            continue
         elif isinstance(node, _WRITES):
             cte = node.find_ancestor(exp.CTE)
             verb = type(node).__name__.upper()
@@ -50,3 +51,16 @@ def sqlglot_agrees(ctx: Context, policy: Policy) -> Iterator[Finding]:
             finding = judge([node.name.lower()], policy)
             if finding is not None:
                 yield finding
+
+
+_CATEGORY: dict[type, object] = {}
+_WATCHED = (exp.Command, *_WRITES, exp.Lock, exp.Into, exp.Anonymous)
+
+
+def _category(cls: type) -> object:
+    """Whether nodes of this class matter here, cached per class (the walk visits every node)."""
+    try:
+        return _CATEGORY[cls]
+    except KeyError:
+        _CATEGORY[cls] = True if issubclass(cls, _WATCHED) else None
+        return _CATEGORY[cls]

@@ -122,3 +122,5 @@ SELECT c.relname, r.rolname FROM pg_class c JOIN pg_roles r ON r.oid = c.relowne
 SELECT id FROM orders ORDER BY id OFFSET 10 ROWS FETCH FIRST 5 ROWS ONLY
 -- case: is distinct from and between
 SELECT id FROM orders WHERE status IS DISTINCT FROM 'x' AND amount BETWEEN 1 AND 10 AND name ILIKE '%a%'
+-- case: builtin operator spelled out
+SELECT 1 OPERATOR(pg_catalog.+) 2

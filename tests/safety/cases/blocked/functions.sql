@@ -175,3 +175,6 @@ SELECT CASE WHEN true THEN side_effect() END
 -- case: quoted upper-case builtin is not the builtin
 -- expect: function_not_allowed
 SELECT "LOWER"('x')
+-- case: operator from another schema
+-- expect: function_not_allowed
+SELECT 1 OPERATOR(public.+) 2
