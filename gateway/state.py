@@ -6,18 +6,25 @@ One instance lives on ``app.state.gateway``; stages receive it (or the part they
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway import errors
+from gateway.corrections import CorrectionsSink, MemoryCorrections
 from gateway.execute import Target, Targets
 from gateway.safety import Policy
 from gateway.settings import Settings
+
+if TYPE_CHECKING:
+    from gateway.llm import LLMClient
 
 
 @dataclass
 class GatewayState:
     settings: Settings
     targets: Targets
+    # POST /v1/ask: the LLM client (None when no endpoint is configured) and where fixed chains go.
+    llm: LLMClient | None = None
+    corrections: CorrectionsSink = field(default_factory=MemoryCorrections)
     # Later capabilities (LLM client, rules, store ...) hang their resources here by name.
     extras: dict[str, Any] = field(default_factory=dict)
 
