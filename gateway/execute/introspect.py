@@ -37,7 +37,7 @@ ORDER BY a.attrelid, a.attnum
 """
 
 KEYS_SQL = """
-SELECT con.conrelid AS oid, con.contype AS kind,
+SELECT con.conrelid AS oid, con.contype::text AS kind,
        ARRAY(SELECT att.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, ord)
              JOIN pg_attribute att ON att.attrelid = con.conrelid AND att.attnum = k.attnum
              ORDER BY k.ord) AS columns,

@@ -91,9 +91,9 @@ async def test_the_read_only_transaction_holds_even_for_a_write_the_checker_neve
     from gateway import errors
     from gateway.execute import Targets
     from gateway.execute.run import run_query
-    from tests.api.conftest import demo_settings
+    from gateway.settings import DatabaseSettings, Settings
 
-    targets = await Targets.open(demo_settings(demo_dsn))
+    targets = await Targets.open(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}))
     try:
         target = targets.by_name["demo"]
         try:
