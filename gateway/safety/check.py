@@ -30,13 +30,15 @@ def check(sql: str, policy: Policy | None = None) -> Verdict:
     except RecursionError:
         return Verdict(sql, (Finding("too_complex", "The query is nested too deeply to analyse."),))
     except Exception as exc:  # noqa: BLE001 - deny by default: a checker bug refuses, it never lets through
-        return Verdict(sql, (Finding("parse_error", f"The checker could not analyse the text ({type(exc).__name__})."),))
+        message = f"The checker could not analyse the text ({type(exc).__name__})."
+        return Verdict(sql, (Finding("parse_error", message),))
 
 
 def _check(sql: str, policy: Policy) -> Verdict:
     if "\x00" in sql:
         # libpg_query and the wire protocol stop at NUL; what follows it must not hide from the check.
-        return Verdict(sql, (Finding("parse_error", "The text contains a NUL character.", None, sql.index("\x00")),))
+        nul = Finding("parse_error", "The text contains a NUL character.", None, sql.index("\x00"))
+        return Verdict(sql, (nul,))
     stmt, findings = statement.read(sql)
     if stmt is None:
         return Verdict(sql, tuple(findings))

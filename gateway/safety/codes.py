@@ -11,18 +11,21 @@ CODES: dict[str, str] = {
     "multiple_statements": "More than one statement (or none) in the text; exactly one is allowed.",
     "statement_not_allowed": "A statement that is not a query: session, transaction, COPY, DO, CALL, "
     "PREPARE/EXECUTE, LISTEN/NOTIFY, maintenance (VACUUM, ANALYZE, ...) and the like.",
-    "write_statement": "A statement that writes data or schema: INSERT, UPDATE, DELETE, MERGE, TRUNCATE, DDL.",
+    "write_statement": "A statement that writes data or schema: INSERT, UPDATE, DELETE, MERGE, "
+    "TRUNCATE, DDL.",
     "data_modifying_cte": "A WITH clause whose CTE body is INSERT, UPDATE, DELETE or MERGE.",
     "select_into": "SELECT ... INTO, which creates a table.",
     "locking_clause": "FOR UPDATE / FOR NO KEY UPDATE / FOR SHARE / FOR KEY SHARE row locks.",
     "explain_analyze": "EXPLAIN ANALYZE, which executes the statement.",
-    "function_not_allowed": "A function that is not on the side-effect-free allowlist (or in extra_functions).",
+    "function_not_allowed": "A function that is not on the side-effect-free allowlist (nor in "
+    "extra_functions).",
     "function_blocked": "A function known to be dangerous; the message names the reason (sleep, file_access, "
     "large_object, dblink, config_access, advisory_lock, sequence, backend_signal, sql_in_text, notify, "
     "stats_reset, replication).",
     "catalog_not_allowed": "A catalog relation that exposes secrets or other sessions' activity.",
     "hidden_table": "A table the database's policy hides.",
-    "hidden_column": "A column the policy hides, also through *, t.*, a whole-row reference, USING or NATURAL.",
+    "hidden_column": "A column the policy hides, also through *, t.*, a whole-row reference, "
+    "USING or NATURAL.",
     "too_many_joins": "More joins than the policy's max_joins.",
     "subquery_too_deep": "Subqueries nested deeper than the policy's max_subquery_depth.",
     "too_complex": "A syntax tree larger than the policy's max_ast_nodes (or too deep to walk).",

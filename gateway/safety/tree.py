@@ -35,6 +35,7 @@ class Tree:
     joins: list[JSON] = field(default_factory=list)
     ctes: list[tuple[JSON, int]] = field(default_factory=list)
     operators: list[JSON] = field(default_factory=list)  # schema-qualified: OPERATOR(schema.op)
+    samples: list[JSON] = field(default_factory=list)  # TABLESAMPLE method(...)
     nodes: int = 0
     max_depth: int = 0
 
@@ -80,6 +81,8 @@ def index(stmt: JSON) -> Tree:
                 tree.ctes.append((body, scope))
             elif kind == "A_Expr" and len(body.get("name", ())) > 1:
                 tree.operators.append(body)
+            elif kind == "RangeTableSample":
+                tree.samples.append(body)
         if kind == "SelectStmt" or (not kind and key in _SET_ARMS):
             # A set-operation arm stays at its parent's depth (incremented above only for real SELECTs).
             tree.selects.append(Select(body, depth, scope if scope >= 0 else None))

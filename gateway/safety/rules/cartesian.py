@@ -33,8 +33,8 @@ def cartesian(ctx: Context, policy: Policy) -> Iterator[Finding]:
         groups = _link(items, select.body.get("whereClause"))
         if len(groups) > 1:
             shown = " x ".join(sorted("/".join(sorted(g)) or "?" for g in groups))
-            yield Finding("cartesian_product", f"FROM combines {shown} with no predicate linking them; add a join "
-                          "condition (or the database's policy may set allow_cartesian).", "FROM")
+            yield Finding("cartesian_product", f"FROM combines {shown} with no predicate linking them; add a "
+                          "join condition (or the database's policy may set allow_cartesian).", "FROM")
 
 
 def _flatten(node: object, items: list[object]) -> None:

@@ -34,13 +34,22 @@ def judge(parts: Sequence[str], policy: Policy, position: int | None = None) -> 
                    "(a DBA can add it to the database's extra_functions).", full, position)
 
 
+_SAMPLE_METHODS = frozenset({"system", "bernoulli", "system_rows", "system_time"})
+
+
 def functions(ctx: Context, policy: Policy) -> Iterator[Finding]:
     for call, _ in ctx.tree.funcs:
         finding = judge(names(call.get("funcname")), policy, ctx.position(call.get("location")))
         if finding is not None:
             yield finding
+    for sample in ctx.tree.samples:
+        # A TABLESAMPLE method is a handler function too; only the built-in and contrib ones are known.
+        method = ".".join(names(sample.get("method")))
+        if method not in _SAMPLE_METHODS:
+            yield Finding("function_not_allowed", f"TABLESAMPLE {method} is not a known sampling method.",
+                          f"TABLESAMPLE {method}", ctx.position(sample.get("location")))
     for op in ctx.tree.operators:
-        # An operator is a function call in disguise; only the built-in ones (pg_catalog) are known to be pure.
+        # An operator is a function call in disguise; only built-in ones (pg_catalog) are known to be pure.
         parts = names(op.get("name"))
         if parts[:-1] != ["pg_catalog"]:
             shown = f"OPERATOR({'.'.join(parts)})"

@@ -34,9 +34,9 @@ def generate_series(ctx: Context, policy: Policy) -> Iterator[Finding]:
         rows = _rows(args[0], args[1], args[2] if len(args) > 2 else 1)
         if rows is not None and rows > policy.max_generate_series:
             shown = "infinitely many" if rows == float("inf") else f"about {int(rows):,}"
-            yield Finding("generate_series_too_large", f"generate_series() would produce {shown} rows; the limit "
-                          f"is {policy.max_generate_series:,} (max_generate_series).", "generate_series",
-                          ctx.position(call.get("location")))
+            yield Finding("generate_series_too_large", f"generate_series() would produce {shown} rows; "
+                          f"the limit is {policy.max_generate_series:,} (max_generate_series).",
+                          "generate_series", ctx.position(call.get("location")))
 
 
 def _literal(node: object) -> object:
@@ -69,12 +69,13 @@ def _rows(start: object, stop: object, step: object) -> float | None:
     if isinstance(start, str) and isinstance(stop, str) and isinstance(step, str):
         seconds = _interval_seconds(step)
         try:
-            span = (datetime.fromisoformat(stop.strip()) - datetime.fromisoformat(start.strip())).total_seconds()
+            span = (datetime.fromisoformat(stop.strip()) - datetime.fromisoformat(start.strip()))
+            seconds_span = span.total_seconds()
         except (ValueError, TypeError):
             return None
         if not seconds:
             return None
-        return max(span / seconds + 1, 0.0)
+        return max(seconds_span / seconds + 1, 0.0)
     return None
 
 

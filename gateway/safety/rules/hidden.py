@@ -54,8 +54,8 @@ def hidden(ctx: Context, policy: Policy) -> Iterator[Finding]:
             exposed = hides(tables & present)
             if exposed:
                 shown = f"{parts[-1]}.*" if parts else "*"
-                yield Finding("hidden_column", f"{shown} would expose hidden column {', '.join(exposed)}; name "
-                              "the columns instead.", shown, pos)
+                yield Finding("hidden_column", f"{shown} would expose hidden column {', '.join(exposed)}; "
+                              "name the columns instead.", shown, pos)
         elif len(parts) == 1:
             (col,) = parts
             if col in hidden_names:
@@ -66,16 +66,22 @@ def hidden(ctx: Context, policy: Policy) -> Iterator[Finding]:
         elif parts:
             qualifier, col = parts[-2], parts[-1]
             tables = aliases.get(qualifier)
-            if (col in everywhere or any(col in cols.get(t, ()) for t in tables)) if tables else col in hidden_names:
-                yield Finding("hidden_column", f"Column {qualifier}.{col} is hidden by the database's policy.",
-                              f"{qualifier}.{col}", pos)
+            # An unknown qualifier is a subquery or CTE; its own body is checked, but err on the safe side.
+            if tables:
+                hit = col in everywhere or any(col in cols.get(t, ()) for t in tables)
+            else:
+                hit = col in hidden_names
+            if hit:
+                shown = f"{qualifier}.{col}"
+                yield Finding("hidden_column", f"Column {shown} is hidden by the database's policy.", shown,
+                              pos)
     for join in ctx.tree.joins:
         for col in names(join.get("usingClause")):
             if col.lower() in hidden_names:
                 yield Finding("hidden_column", f"JOIN ... USING ({col}) reads a hidden column.", col)
         if join.get("isNatural") and _join_tables(join) & present:
-            yield Finding("hidden_column", "A NATURAL JOIN over a table with hidden columns may join on them; "
-                          "use JOIN ... ON with named columns.", "NATURAL JOIN")
+            yield Finding("hidden_column", "A NATURAL JOIN over a table with hidden columns may join on "
+                          "them; use JOIN ... ON with named columns.", "NATURAL JOIN")
 
 
 def _tables(ctx: Context, policy: Policy) -> Iterator[Finding]:

@@ -29,8 +29,8 @@ def recursion(ctx: Context, policy: Policy) -> Iterator[Finding]:
                 continue  # WITH RECURSIVE on a CTE that does not recurse
             pos = ctx.position(cte.get("location"))
             if not policy.allow_recursive:
-                yield Finding("recursion_not_allowed", f"WITH RECURSIVE {name} is not allowed on this database "
-                              "(allow_recursive).", name, pos)
+                yield Finding("recursion_not_allowed", f"WITH RECURSIVE {name} is not allowed on this "
+                              "database (allow_recursive).", name, pos)
             elif not (_bounded(term) or cte.get("cycle_clause") or select.body.get("limitCount")):
                 yield Finding("unbounded_recursion", f"The recursive term of {name} has no WHERE or join "
                               "condition to stop it, and there is no LIMIT.", name, pos)

@@ -40,7 +40,8 @@ def sqlglot_agrees(ctx: Context, policy: Policy) -> Iterator[Finding]:
             cte = node.find_ancestor(exp.CTE)
             verb = type(node).__name__.upper()
             if cte is not None:  # same clause as Postgres's finding (the CTE's name), so it is deduplicated
-                yield Finding("data_modifying_cte", f"WITH {cte.alias} AS ({verb} ...) modifies data.", cte.alias)
+                message = f"WITH {cte.alias} AS ({verb} ...) modifies data."
+                yield Finding("data_modifying_cte", message, cte.alias)
             else:
                 yield Finding("write_statement", f"sqlglot reads a {verb} inside the query.", verb)
         elif isinstance(node, exp.Lock) and not pg_locks:

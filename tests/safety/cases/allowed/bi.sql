@@ -124,3 +124,5 @@ SELECT id FROM orders ORDER BY id OFFSET 10 ROWS FETCH FIRST 5 ROWS ONLY
 SELECT id FROM orders WHERE status IS DISTINCT FROM 'x' AND amount BETWEEN 1 AND 10 AND name ILIKE '%a%'
 -- case: builtin operator spelled out
 SELECT 1 OPERATOR(pg_catalog.+) 2
+-- case: tablesample
+SELECT count(*) FROM orders TABLESAMPLE bernoulli (10) REPEATABLE (42)

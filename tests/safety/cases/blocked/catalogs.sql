@@ -46,3 +46,9 @@ SELECT 1 WHERE EXISTS (SELECT 1 FROM pg_authid WHERE rolsuper)
 -- case: catalog in explain
 -- expect: catalog_not_allowed
 EXPLAIN SELECT * FROM pg_authid
+-- case: catalog in case branch
+-- expect: catalog_not_allowed
+SELECT CASE WHEN true THEN (SELECT rolpassword FROM pg_authid LIMIT 1) END
+-- case: catalog in union arm
+-- expect: catalog_not_allowed
+SELECT usename::text FROM pg_user UNION SELECT passwd FROM pg_shadow

@@ -178,3 +178,57 @@ SELECT "LOWER"('x')
 -- case: operator from another schema
 -- expect: function_not_allowed
 SELECT 1 OPERATOR(public.+) 2
+-- case: unknown tablesample method
+-- expect: function_not_allowed
+SELECT * FROM orders TABLESAMPLE evil_method (10)
+-- case: file access in lateral
+-- expect: function_blocked
+SELECT * FROM orders o CROSS JOIN LATERAL (SELECT pg_read_file('/etc/passwd') WHERE o.id = 1) f
+-- case: file access as from-clause function
+-- expect: function_blocked
+SELECT * FROM pg_read_file('/etc/passwd') AS f(x)
+-- case: dblink in cte
+-- expect: function_blocked
+WITH r AS (SELECT * FROM dblink('host=evil', 'SELECT 1') AS t(a int)) SELECT * FROM r
+-- case: advisory lock in case branch
+-- expect: function_blocked
+SELECT CASE WHEN id = 1 THEN pg_advisory_lock(id) END FROM orders
+-- case: sequence in subquery
+-- expect: function_blocked
+SELECT * FROM (SELECT nextval('s') AS n) x
+-- case: sequence in scalar subquery in select list
+-- expect: function_blocked
+SELECT id, (SELECT setval('s', 1)) FROM orders
+-- case: query_to_xml as from-clause function
+-- expect: function_blocked
+SELECT * FROM query_to_xml('DELETE FROM orders RETURNING 1', true, false, '') AS x
+-- case: query_to_xml in case branch
+-- expect: function_blocked
+SELECT CASE WHEN false THEN query_to_xml('DROP TABLE x', true, false, '') END
+-- case: set_config in lateral
+-- expect: function_blocked
+SELECT * FROM orders o, LATERAL (SELECT set_config('role', 'postgres', true)) s
+-- case: set_config in cte
+-- expect: function_blocked
+WITH s AS (SELECT set_config('search_path', 'evil', false)) SELECT * FROM s
+-- case: backend signal in subquery
+-- expect: function_blocked
+SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM generate_series(1, 5) pid) x
+-- case: large object in cte
+-- expect: function_blocked
+WITH l AS (SELECT lo_import('/etc/passwd') AS oid) SELECT * FROM l
+-- case: unknown function in lateral
+-- expect: function_not_allowed
+SELECT * FROM orders o CROSS JOIN LATERAL my_srf(o.id) f
+-- case: unknown function hidden in a cte
+-- expect: function_not_allowed
+WITH x AS (SELECT evil() AS e) SELECT e FROM x
+-- case: function in explain query
+-- expect: function_blocked
+EXPLAIN (FORMAT JSON) SELECT * FROM pg_ls_dir('.')
+-- case: dollar-quoted argument keeps the call visible
+-- expect: function_blocked
+SELECT pg_read_file($$/etc/passwd$$)
+-- case: function after a nested comment
+-- expect: function_blocked
+SELECT /* /* */ ) */ pg_sleep(1)

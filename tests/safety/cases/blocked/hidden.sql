@@ -82,3 +82,19 @@ SELECT (SELECT max(c.ssn) FROM customers c) AS m
 -- expect: hidden_column
 -- policy: {"hidden_columns": ["customers.ssn"]}
 SELECT CASE WHEN ssn IS NULL THEN 0 ELSE 1 END FROM customers
+-- case: hidden column in lateral
+-- expect: hidden_column
+-- policy: {"hidden_columns": ["customers.ssn"]}
+SELECT o.id, x.s FROM orders o CROSS JOIN LATERAL (SELECT c.ssn AS s FROM customers c WHERE c.id = o.customer_id) x
+-- case: hidden column via star in from-clause subquery
+-- expect: hidden_column
+-- policy: {"hidden_columns": ["customers.ssn"]}
+SELECT s.name FROM (SELECT * FROM customers) s
+-- case: hidden column via composite field selection
+-- expect: hidden_column
+-- policy: {"hidden_columns": ["customers.ssn"]}
+SELECT (c).ssn FROM customers c
+-- case: hidden column quoted
+-- expect: hidden_column
+-- policy: {"hidden_columns": ["customers.ssn"]}
+SELECT "ssn" FROM customers

@@ -40,3 +40,9 @@ SELECT (SELECT id FROM orders LIMIT 1 FOR UPDATE) AS x
 -- case: for update in union arm
 -- expect: locking_clause
 (SELECT id FROM a FOR UPDATE) UNION SELECT id FROM b
+-- case: data-modifying cte under explain
+-- expect: data_modifying_cte
+EXPLAIN WITH d AS (DELETE FROM orders RETURNING id) SELECT * FROM d
+-- case: locking clause under explain
+-- expect: locking_clause
+EXPLAIN SELECT * FROM orders FOR UPDATE
