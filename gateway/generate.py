@@ -138,8 +138,8 @@ def render_value_hints(hints: Any) -> str:
         return str(render()).strip()
     lines = []
     for hint in hints:
-        text = getattr(hint, "text", None) or getattr(hint, "render", None)
-        lines.append(f"- {text() if callable(text) else text if text else hint}")
+        as_text = getattr(hint, "as_text", None)  # gateway.context.ValueHint
+        lines.append(f"- {as_text() if callable(as_text) else hint}")
     return "\n".join(lines)
 
 

@@ -12,10 +12,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import FastAPI
 
 from gateway import __version__
-from gateway.api import problems, routes_health, routes_sql
+from gateway.api import problems, routes_ask, routes_health, routes_sql
 from gateway.api.middleware import GatewayMiddleware
 from gateway.api.models import Problem
 from gateway.execute import Targets
+from gateway.llm import open_llm
 from gateway.observability.logging import configure_logging, get_logger
 from gateway.settings import Settings, load_settings
 from gateway.state import GatewayState
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stack.push_async_callback(targets.close)
             state = GatewayState(settings=settings, targets=targets)
             app.state.gateway = state
+            state.llm = await stack.enter_async_context(open_llm(settings.llm))  # None: /v1/ask answers llm_not_configured
             log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
             yield
             log.info("gateway_stopping")
@@ -55,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app)
     app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes)
     app.include_router(routes_sql.router)
+    app.include_router(routes_ask.router)
     app.include_router(routes_health.router)
     return app
 

@@ -1,0 +1,84 @@
+"""``POST /v1/ask``: a question in natural language, answered with checked, executed, validated SQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.background import BackgroundTask
+from starlette.responses import Response, StreamingResponse
+
+from gateway import errors
+from gateway.api.deps import get_state
+from gateway.api.models import AskRequest, AskResponse
+from gateway.api.problems import openapi_responses, problem_response
+from gateway.ask import Question, ask, ask_events, corrections_of, llm_for
+from gateway.corrections import hand_over
+from gateway.observability.logging import get_logger
+from gateway.respond import Answer, sse, to_json
+from gateway.state import GatewayState
+
+router = APIRouter(prefix="/v1", tags=["ask"])
+log = get_logger(__name__)
+
+EVENT_STREAM = "text/event-stream"
+STREAM_DOC = (
+    "With `Accept: text/event-stream` the answer streams as server-sent events: one `attempt` event per "
+    "attempt as it is validated (the AttemptOut shape), then one `answer` event (the AskResponse shape), or a "
+    "`problem` event (a Problem) when the question fails after the stream started."
+)
+
+
+@router.post(
+    "/ask",
+    response_model=AskResponse,
+    summary="Answer a question with SQL the gateway generated, checked, ran and validated",
+    description="Generates SQL with the LLM, checks it (blocked SQL never runs), runs it read-only, validates "
+    "the result and reflects on failures or suspicious results until an attempt passes, the SQL repeats, "
+    "`ask.max_iterations` is reached or the time budget is spent. " + STREAM_DOC,
+    responses={
+        200: {"content": {EVENT_STREAM: {"schema": {"type": "string"}}}, "description": "The answer, as JSON "
+              "or as server-sent events."},
+        **openapi_responses(errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge,
+                            errors.UnknownDatabase, errors.LLMNotConfigured, errors.LLMUnavailable,
+                            errors.LLMBadOutput, errors.DeadlineExceeded, errors.DatabaseUnavailable),
+    },
+)
+async def post_ask(body: AskRequest, request: Request, state: GatewayState = Depends(get_state)) -> Response:
+    request_id: str | None = getattr(request.state, "request_id", None)
+    q = Question(body.database, body.question, body.evidence, body.max_rows, request_id)
+    llm_for(state, state.target(q.database))  # fail before a stream starts: a plain problem response
+    if EVENT_STREAM in request.headers.get("accept", ""):
+        answers: list[Answer] = []
+        return StreamingResponse(
+            _events(state, q, answers), media_type=EVENT_STREAM,
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            background=BackgroundTask(_hand_over_streamed, state, q, answers),
+        )
+    answer = await ask(state, q)
+    return Response(to_json(answer.as_dict()), media_type="application/json",
+                    background=BackgroundTask(hand_over, state.corrections, corrections_of(answer, q)))
+
+
+async def _events(state: GatewayState, q: Question, answers: list[Answer]) -> AsyncIterator[bytes]:
+    try:
+        async for name, data in ask_events(state, q, answers):
+            yield sse(name, data)
+    except errors.GatewayError as exc:
+        yield sse("problem", _problem(exc, q.request_id))
+    except Exception as exc:  # noqa: BLE001 - a stream cannot switch to a 500; report it as a problem event
+        log.error("unhandled_error", error=repr(exc), exc_info=exc)
+        yield sse("problem", _problem(errors.GatewayError("an unexpected error occurred; it has been logged"),
+                                      q.request_id))
+
+
+def _problem(error: errors.GatewayError, request_id: str | None) -> Any:
+    # The same body the problem handler sends, so stream clients parse one shape.
+    return json.loads(bytes(problem_response(error, request_id).body))
+
+
+async def _hand_over_streamed(state: GatewayState, q: Question, answers: list[Answer]) -> None:
+    for answer in answers:
+        await hand_over(state.corrections, corrections_of(answer, q))
