@@ -18,6 +18,7 @@ from gateway.api.models import Problem
 from gateway.execute import Targets
 from gateway.llm import open_llm
 from gateway.observability.logging import configure_logging, get_logger
+from gateway.rules import RulesRegistry
 from gateway.settings import Settings, load_settings
 from gateway.state import GatewayState
 
@@ -42,6 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stack.push_async_callback(targets.close)
             state = GatewayState(settings=settings, targets=targets)
             app.state.gateway = state
+            state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
             state.llm = await stack.enter_async_context(open_llm(settings.llm))  # None: /v1/ask answers llm_not_configured
             log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
             yield

@@ -13,6 +13,7 @@ from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, S
 from gateway.api.problems import openapi_responses
 from gateway.client_sql import check_sql, run_client_sql
 from gateway.execute.introspect import introspect
+from gateway.rules import visible_schema
 from gateway.state import GatewayState
 
 router = APIRouter(prefix="/v1", tags=["sql"])
@@ -78,7 +79,6 @@ async def get_databases(state: GatewayState = Depends(get_state)) -> DatabasesRe
 )
 async def get_schema(name: str, state: GatewayState = Depends(get_state)) -> Response:
     target = state.target(name)
-    schema = await introspect(target)
-    hide = state.extras.get("schema_filter")
-    data = hide(name, schema) if hide else schema.as_dict()
+    schema = visible_schema(await introspect(target), state.ruleset(name))
+    data = schema.as_dict()
     return Response(json.dumps(data, default=str), media_type="application/json")
