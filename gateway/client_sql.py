@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import time
+
+import structlog
 from dataclasses import dataclass
 
 from gateway import errors, safety
@@ -45,7 +47,8 @@ async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows:
     checked = time.perf_counter()
     qhash = query_hash(sql)
     if not verdict.allowed:
-        log.info("sql_blocked", database=database, query_hash=qhash, codes=verdict.codes)
+        structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="blocked",
+                                              codes=verdict.codes)
         raise errors.SqlBlocked(
             "; ".join(f.message for f in verdict.findings),
             findings=[f.as_dict() for f in verdict.findings],
@@ -54,13 +57,14 @@ async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows:
     try:
         result = await run_query(target, sql, max_rows=max_rows)
     except errors.GatewayError as exc:
-        log.info("sql_failed", database=database, query_hash=qhash, verdict="allowed", code=exc.code,
-                 sqlstate=exc.extra.get("sqlstate"))
+        structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
+                                              error=exc.code, sqlstate=exc.extra.get("sqlstate"))
         raise
     total = time.perf_counter() - started
     timings = {"check_ms": (checked - started) * 1000, **result.timings, "total_ms": total * 1000}
-    log.info("sql_executed", database=database, query_hash=qhash, verdict="allowed", rows=result.row_count,
-             truncated=result.truncated, duration_ms=round(total * 1000, 3))
+    # Bound, not logged: the middleware's one "request" line per request carries these fields.
+    structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
+                                          rows=result.row_count, truncated=result.truncated)
     return SqlOutcome(verdict, result, timings)
 
 

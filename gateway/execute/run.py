@@ -56,6 +56,9 @@ def _begin_sql(target: Target, role: str | None) -> str:
         f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}",
         f"SET LOCAL lock_timeout = {int(limits.lock_timeout_ms)}",
         f"SET LOCAL idle_in_transaction_session_timeout = {int(limits.idle_in_transaction_timeout_ms)}",
+        # The safety check reads string literals as Postgres does with this on (the default); pin it so a
+        # server configured otherwise cannot read the same text differently from the checker.
+        "SET LOCAL standard_conforming_strings = on",
     ]
     if role:
         # Role names come from the gateway's own key store, never from a request; quote them anyway.
@@ -91,7 +94,7 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None) -> Que
         acquired = time.perf_counter()
         try:
             await conn.execute(_begin_sql(target, role))
-            stmt = await conn.prepare(sql)
+            stmt = await _prepare(conn, sql)
             attributes = stmt.get_attributes()
             cursor = await stmt.cursor()
             records = await cursor.fetch(cap + 1)
@@ -120,6 +123,16 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None) -> Que
         truncated=truncated,
         timings={"acquire_ms": (acquired - started) * 1000, "db_ms": (executed - acquired) * 1000},
     )
+
+
+async def _prepare(conn: asyncpg.Connection, sql: str) -> asyncpg.prepared_stmt.PreparedStatement:
+    # Dashboards repeat the same statements: asyncpg's per-connection statement cache saves the
+    # Parse/Describe round trip. The public prepare() bypasses that cache, hence the private call, with
+    # the public one as a fallback should asyncpg rename it.
+    cached = getattr(conn, "_prepare", None)
+    if cached is not None:
+        return await cached(sql, use_cache=True)
+    return await conn.prepare(sql)
 
 
 async def _rollback_quietly(conn: asyncpg.Connection) -> None:
