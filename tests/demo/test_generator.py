@@ -14,7 +14,7 @@ import gateway.demo.generator as generator
 from gateway.demo.generator import READER_ROLE, ensure_demo_database
 
 if TYPE_CHECKING:
-    from conftest import PgServer
+    from tests.conftest import PgServer
 
 TABLES = {"regions", "employees", "customers", "categories", "products", "orders", "order_items", "payments",
           "events"}
