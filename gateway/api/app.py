@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
 
-from gateway import __version__
+from gateway import __version__, safety
 from gateway.api import problems, routes_ask, routes_health, routes_sql
 from gateway.api.middleware import GatewayMiddleware
 from gateway.api.models import Problem
@@ -39,6 +39,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            # Parsers build caches on first use; pay that at start-up, not on the first client's request.
+            safety.check("WITH w AS (SELECT 1 AS x) SELECT count(*) FROM w JOIN w v ON v.x = w.x")
             targets = await Targets.open(settings)
             stack.push_async_callback(targets.close)
             state = GatewayState(settings=settings, targets=targets)
