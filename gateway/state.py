@@ -9,13 +9,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gateway import errors
+from gateway.context.cache import SchemaCache
+from gateway.context.sources import ExamplesSource, FileGuidelineSource, GuidelineSource, NoExamples
 from gateway.corrections import CorrectionsSink, MemoryCorrections
 from gateway.execute import Target, Targets
+from gateway.rules import RuleSet, RulesRegistry
 from gateway.safety import Policy
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from gateway.llm import LLMClient
+    from gateway.store import Store
 
 
 @dataclass
@@ -25,8 +29,22 @@ class GatewayState:
     # POST /v1/ask: the LLM client (None when no endpoint is configured) and where fixed chains go.
     llm: LLMClient | None = None
     corrections: CorrectionsSink = field(default_factory=MemoryCorrections)
+    # DBA rules per database (reloaded when files change); None: no rules at all.
+    rules: RulesRegistry | None = None
+    # Context sources; the feedback store replaces both with its own (active guideline version, examples).
+    guidelines: GuidelineSource = None  # type: ignore[assignment]  # set in __post_init__ from settings
+    examples: ExamplesSource = field(default_factory=NoExamples)
+    schemas: SchemaCache = None  # type: ignore[assignment]  # set in __post_init__ from settings
+    # The feedback store (audit, feedback, examples, guideline versions); None without store.dsn.
+    store: Store | None = None
     # Later capabilities (LLM client, rules, store ...) hang their resources here by name.
     extras: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.guidelines is None:
+            self.guidelines = FileGuidelineSource(self.settings.guidelines_dir)
+        if self.schemas is None:
+            self.schemas = SchemaCache(self.settings.context)
 
     def target(self, name: str) -> Target:
         target = self.targets.get(name)
@@ -40,5 +58,8 @@ class GatewayState:
         if name is None:
             return Policy()
         policy = self.target(name).settings.safety
-        extend = self.extras.get("policy_extender")
-        return extend(name, policy) if extend else policy
+        return self.rules.policy_for(name, policy) if self.rules is not None else policy
+
+    def ruleset(self, name: str) -> RuleSet:
+        """The rules in force for a database (empty when it has none)."""
+        return self.rules.get(name) if self.rules is not None else RuleSet(database=name)

@@ -1,0 +1,68 @@
+"""Value matching: phrases of the question that name values stored in low-cardinality text columns.
+
+``'nord america'`` or ``'NORTH AMERICA'`` becomes the stored literal ``'North America'``, so the LLM writes
+a filter that matches. Scoring uses pg_trgm's ``similarity`` in the database when the extension is
+installed (one round trip over the cached distinct values), else Python's difflib on lower-cased text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+from gateway.context.model import ValueHint
+from gateway.execute import Target
+from gateway.execute import samples as sample_queries
+
+# Keep, for each phrase, only the values nearly as good as its best one: 'north america' should not
+# also suggest 'South America' just because both clear the threshold.
+NEAR_BEST = 0.1
+
+
+async def match_values(target: Target | None, trgm_schema: str | None, phrases: Sequence[str],
+                       values: dict[tuple[str, str], list[str]], threshold: float, limit: int) -> list[ValueHint]:
+    """The best hints, highest score first, at most one per stored value and at most ``limit``."""
+    if not phrases or not values or limit <= 0:
+        return []
+    distinct = sorted({v for found in values.values() for v in found})
+    if target is not None and trgm_schema is not None:
+        scores = await sample_queries.trigram_scores(target, trgm_schema, phrases, distinct, threshold)
+    else:
+        scores = python_scores(phrases, distinct, threshold)
+    best_for_phrase: dict[int, float] = {}
+    for p, _, score in scores:
+        best_for_phrase[p] = max(best_for_phrase.get(p, 0.0), score)
+    where: dict[str, list[tuple[str, str]]] = {}
+    for (table, column), found in values.items():
+        for value in found:
+            where.setdefault(value, []).append((table, column))
+    best: dict[tuple[str, str, str], ValueHint] = {}
+    for p, v, score in scores:
+        if score < best_for_phrase[p] - NEAR_BEST:
+            continue
+        value = distinct[v]
+        for table, column in where[value]:
+            key = (table, column, value)
+            hint = ValueHint(phrases[p], table, column, value, round(score, 3))
+            current = best.get(key)
+            if current is None or (hint.score, len(hint.phrase)) > (current.score, len(current.phrase)):
+                best[key] = hint
+    ranked = sorted(best.values(), key=lambda h: (-h.score, h.table, h.column, h.value))
+    return ranked[:limit]
+
+
+def python_scores(phrases: Sequence[str], values: Sequence[str], threshold: float) -> list[tuple[int, int, float]]:
+    """The fallback without pg_trgm: difflib's ratio on lower-cased text, quick bounds first."""
+    out: list[tuple[int, int, float]] = []
+    lowered = [v.lower() for v in values]
+    for p, phrase in enumerate(phrases):
+        matcher = difflib.SequenceMatcher(autojunk=False)
+        matcher.set_seq2(phrase.lower())
+        for v, value in enumerate(lowered):
+            matcher.set_seq1(value)
+            if matcher.real_quick_ratio() < threshold or matcher.quick_ratio() < threshold:
+                continue
+            score = matcher.ratio()
+            if score >= threshold:
+                out.append((p, v, score))
+    return out
