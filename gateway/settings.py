@@ -185,27 +185,6 @@ class ContextSettings(BaseModel):
                                 "sample values) is reused before it is read again.")
     token_budget: int = Field(default=4000, ge=200, description="Most tokens (about 4 characters each) of "
                               "schema text in a prompt; larger schemas are pruned to the question's tables.")
-    sample_values: int = Field(default=5, ge=0, le=50, description="Sample values shown per low-cardinality "
-                               "text column.")
-    low_cardinality_max: int = Field(default=50, ge=1, le=10_000, description="A text column with at most this "
-                                     "many distinct values is sampled and used for value matching.")
-    value_match_threshold: float = Field(default=0.45, gt=0, le=1, description="Least trigram similarity "
-                                         "between a phrase of the question and a stored value to suggest it.")
-    max_value_hints: int = Field(default=8, ge=0, description="Most value hints (phrase -> stored literal) "
-                                 "in a prompt.")
-    examples: int = Field(default=3, ge=0, le=20, description="Verified examples similar to the question "
-                          "shown in a prompt.")
-
-
-class ContextSettings(BaseModel):
-    """What the prompts are told about a database: schema cache, pruning budget, sample values."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_ttl_s: float = Field(default=300.0, gt=0, description="Seconds an introspected schema (and its "
-                                "sample values) is reused before it is read again.")
-    token_budget: int = Field(default=4000, ge=200, description="Most tokens (about 4 characters each) of "
-                              "schema text in a prompt; larger schemas are pruned to the question's tables.")
     sample_values: int = Field(default=6, ge=0, le=50, description="Sample values shown per low-cardinality "
                                "text column.")
     low_cardinality_max: int = Field(default=50, ge=1, le=10_000, description="A text column with at most this "
@@ -236,7 +215,6 @@ class Settings(BaseSettings):
     magic: MagicSettings = Field(default_factory=MagicSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
-    context: ContextSettings = Field(default_factory=ContextSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     rules_dir: Path = Field(default=Path("rules"), description="Folder of DBA rule files, one per database.")
     guidelines_dir: Path = Field(default=Path("guidelines"), description="Folder of guideline Markdown files.")
