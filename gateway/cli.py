@@ -101,7 +101,9 @@ def check(
         if db is None:
             typer.echo(f"unknown database {database!r}", err=True)
             raise typer.Exit(2)
-        policy = db.safety
+        from gateway.rules import RulesRegistry
+
+        policy = RulesRegistry(settings.rules_dir).policy_for(database, db.safety)  # hidden objects, functions
     if not jsonl:
         sql = sys.stdin.read()
         if not sql.strip():
@@ -161,6 +163,12 @@ def schema(
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc
+
+
+from gateway.rules.cli import app as rules_app  # noqa: E402 - sub-apps are registered after the commands
+
+app.add_typer(rules_app, name="rules", help="Check the DBA rule files (rules/<database>.yaml) against the live "
+              "schema.")
 
 
 def main() -> None:

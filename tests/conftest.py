@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
+import psutil
 import pytest
 
 from gateway.demo.embedded import EmbeddedPostgres, StopMode
@@ -31,6 +32,8 @@ from gateway.demo.generator import derive_dsn, ensure_demo_database
 
 # A name of its own, so that an external server's own "demo" database is never replaced.
 TEST_DEMO_DATABASE = "nl2sql_test_demo"
+SERVER_PREFIX = "nl2sqlpg-"
+OWNER_FILE = "nl2sql_test_owner.pid"  # the pytest process whose session started the server
 
 
 class PgServer:
@@ -64,6 +67,17 @@ class PgServer:
         return self.embedded
 
 
+def _remove_orphaned_servers(parent: Path) -> None:
+    """Delete the servers of earlier sessions that were killed before their teardown ran."""
+    for owner_file in parent.glob(f"{SERVER_PREFIX}*/{OWNER_FILE}"):
+        try:
+            owner = int(owner_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if not psutil.pid_exists(owner):
+            EmbeddedPostgres(owner_file.parent).destroy()
+
+
 @pytest.fixture(scope="session")
 def pg() -> Iterator[PgServer]:
     external = os.environ.get("NL2SQL_TEST_ADMIN_DSN")
@@ -71,10 +85,13 @@ def pg() -> Iterator[PgServer]:
         yield PgServer(external)
         return
     # Short path under /tmp: the unix socket lives in the data directory (macOS's TMPDIR is long).
-    data_dir = Path(tempfile.mkdtemp(prefix="nl2sqlpg-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    parent = Path("/tmp") if os.path.isdir("/tmp") else Path(tempfile.gettempdir())
+    _remove_orphaned_servers(parent)
+    data_dir = Path(tempfile.mkdtemp(prefix=SERVER_PREFIX, dir=parent))
     server = EmbeddedPostgres(data_dir, durable=False)
     try:
         server.start()
+        (data_dir / OWNER_FILE).write_text(str(os.getpid()))
         yield PgServer(server.admin_dsn, server)
     finally:
         server.destroy()
