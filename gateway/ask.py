@@ -18,6 +18,7 @@ from typing import Any
 
 from gateway import errors
 from gateway.client_sql import check_sql, query_hash
+from gateway.context import Context, build_context
 from gateway.corrections import Correction
 from gateway.execute import QueryResult, Target, run_query
 from gateway.generate import Drafted, generate, normalize_sql
@@ -25,8 +26,9 @@ from gateway.judge import judge
 from gateway.llm import MIN_CALL_S, LLMClient
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
-from gateway.reflect import guideline_applies, reflect
+from gateway.reflect import guideline_applies, hidden_names, mask, reflect
 from gateway.respond import Answer, Attempt, Source, choose, status_of
+from gateway.rules import RuleSet, rule_findings
 from gateway.settings import AskPolicy
 from gateway.state import GatewayState
 from gateway.validate import Finding, ResultView, blocked, check_result, exec_error, from_rule, triggers
@@ -66,8 +68,8 @@ class _Run:
     model: str
     policy: AskPolicy
     deadline: float
-    ctx: Any
-    ruleset: Any
+    ctx: Context
+    ruleset: RuleSet
 
 
 async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
@@ -76,11 +78,8 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     llm, model = llm_for(state, target)
     policy = target.settings.ask
     deadline = time.monotonic() + min(policy.time_budget_s, state.settings.server.request_timeout_s)
-    from gateway.context import build_context  # the context stage is optional until it is wired in
-
     ctx = await build_context(state, q.database, q.question, q.evidence)
-    rules = getattr(state, "rules", None)
-    run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules.get(q.database) if rules else None)
+    run = _Run(state, q, target, llm, model, policy, deadline, ctx, state.ruleset(q.database))
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []
     seen: set[str] = set()
@@ -123,9 +122,10 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
                                     guideline=guideline if applied else None, policy=state.policy(q.database),
                                     model=model, temperature=policy.temperature, deadline=deadline)
         except (errors.LLMUnavailable, errors.DeadlineExceeded, errors.LLMBadOutput) as exc:
-            if not any(a.ran for a in attempts):
+            if all(a.sql is None for a in attempts):
                 raise
-            stop_reason = exc.code  # keep what already ran rather than lose it to a flaky reflection
+            # Keep the trace (and any result) rather than lose it to a failing or slow reflection.
+            stop_reason = "time_budget" if isinstance(exc, errors.DeadlineExceeded) else exc.code
             break
         reflections += 1
         key = normalize_sql(drafted.sql) if drafted.sql else None
@@ -199,15 +199,16 @@ async def _check_and_run(run: _Run, sql: str, timings: dict[str, float]) -> tupl
     except errors.DatabaseUnavailable:
         raise  # the database, not the SQL, is at fault: no reflection can fix it
     except errors.GatewayError as exc:
-        return [exec_error(exc.code, exc.detail, exc.extra)], None
+        # Postgres hints name similar columns ("Perhaps you meant customers.ssn"): mask hidden ones for the
+        # LLM and the client alike.
+        names = hidden_names(run.state.policy(run.q.database))
+        extra = {**exc.extra, **{k: mask(str(exc.extra[k]), names) for k in ("message", "hint") if exc.extra.get(k)}}
+        return [exec_error(exc.code, mask(exc.detail, names), extra)], None
     timings["db_ms"] = result.timings.get("db_ms", 0.0)
     timings["acquire_ms"] = result.timings.get("acquire_ms", 0.0)
     view = ResultView(run.q.question, [c.name for c in result.columns], result.rows, result.truncated)
     findings = check_result(view)
-    if run.ruleset is not None:
-        from gateway.rules import rule_findings
-
-        findings += [from_rule(v) for v in rule_findings(run.ruleset, sql, result.columns, result.rows)]
+    findings += [from_rule(v) for v in rule_findings(run.ruleset, sql, result.columns, result.rows)]
     return findings, result
 
 

@@ -1,0 +1,124 @@
+"""The reflection loop end to end: findings trigger reflections that fix the SQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from gateway.corrections import MemoryCorrections
+from gateway.testing.scripted_llm import ScriptedLLM
+from tests.ask.helpers import ask_settings, gateway, is_generation, is_reflection, post_ask, script, sql
+
+
+def codes(attempt: dict[str, Any]) -> list[str]:
+    return [f["code"] for f in attempt["findings"]]
+
+
+async def test_execution_error_is_fixed_on_retry(demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:
+    script(llm, sql("SELECT count(*) AS orders FROM orderz"),
+           sql("SELECT count(*) AS orders FROM orders WHERE status <> 'cancelled'"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, state):
+        response = await post_ask(http, "How many orders were not cancelled?")
+        assert response.status_code == 200, response.text
+        answer = response.json()
+    first, second = answer["attempts"]
+    assert codes(first) == ["exec_error"] and first["findings"][0]["sqlstate"] == "42P01"
+    assert first["row_count"] is None and not first["passed"]
+    assert second["source"] == "reflection" and second["passed"] and codes(second) == []
+    assert answer["status"] == "ok" and answer["stop_reason"] == "passed"
+    assert answer["sql"] == "SELECT count(*) AS orders FROM orders WHERE status <> 'cancelled'"
+    conn = await asyncpg.connect(demo_dsn)
+    try:
+        expected = await conn.fetchval("SELECT count(*) FROM orders WHERE status <> 'cancelled'")
+    finally:
+        await conn.close()
+    assert answer["rows"] == [[expected]] and answer["columns"][0]["name"] == "orders"
+    # The reflection saw the failed SQL and Postgres's own words about it.
+    reflection = next(r for r in llm.requests if is_reflection(r))
+    assert "FROM orderz" in reflection.last_user and 'relation "orderz" does not exist' in reflection.last_user
+    assert "SQLSTATE 42P01" in reflection.last_user
+    # The fixed chain went to the corrections sink.
+    assert isinstance(state.corrections, MemoryCorrections)
+    (correction,) = state.corrections.items
+    assert correction.incorrect_sql == "SELECT count(*) AS orders FROM orderz"
+    assert correction.corrected_sql == answer["sql"] and correction.source == "reflection"
+    assert correction.findings[0]["code"] == "exec_error" and correction.request_id == answer["request_id"]
+
+
+async def test_empty_result_is_reflected(demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:
+    script(llm, sql("SELECT name FROM regions WHERE code = 'weu'"), sql("SELECT name FROM regions WHERE code = 'WEU'"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
+        answer = (await post_ask(http, "What is the name of the region with code weu?")).json()
+    assert [codes(a) for a in answer["attempts"]] == [["empty_result"], []]
+    assert answer["status"] == "ok" and answer["rows"] == [["Western Europe"]]
+    reflection = next(r for r in llm.requests if is_reflection(r))
+    assert "empty_result" in reflection.last_user and "returned no rows" in reflection.last_user
+
+
+async def test_one_row_for_a_per_group_question_is_reflected(demo_dsn: str, llm: ScriptedLLM,
+                                                              dirs: dict[str, Path]) -> None:
+    script(llm, sql("SELECT count(*) AS customers FROM customers"),
+           sql("SELECT segment, count(*) AS customers FROM customers GROUP BY segment ORDER BY segment"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
+        answer = (await post_ask(http, "How many customers are there in each segment?")).json()
+    assert [codes(a) for a in answer["attempts"]] == [["grouping_mismatch"], []]
+    assert [row[0] for row in answer["rows"]] == ["Consumer", "Enterprise", "Small Business"]
+
+
+async def test_many_rows_for_a_how_many_question_is_reflected(demo_dsn: str, llm: ScriptedLLM,
+                                                               dirs: dict[str, Path]) -> None:
+    script(llm, sql("SELECT product_id FROM products WHERE is_discontinued"),
+           sql("SELECT count(*) AS discontinued FROM products WHERE is_discontinued"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
+        answer = (await post_ask(http, "How many products are discontinued?")).json()
+    assert [codes(a) for a in answer["attempts"]] == [["count_mismatch"], []]
+    assert answer["status"] == "ok" and answer["row_count"] == 1
+
+
+async def test_rule_violation_is_reflected(demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:
+    (dirs["rules"] / "demo.yaml").write_text(
+        "instructions:\n"
+        "  - Revenue means the sum of orders.total_amount.\n"
+        "required_conditions:\n"
+        "  - name: exclude_cancelled\n"
+        "    applies_to: orders\n"
+        "    sql: \"status <> 'cancelled'\"\n"
+        "    message: queries on orders must exclude cancelled orders\n"
+    )
+    script(llm, sql("SELECT sum(total_amount) AS revenue FROM orders"),
+           sql("SELECT sum(total_amount) AS revenue FROM orders WHERE status <> 'cancelled'"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, state):
+        answer = (await post_ask(http, "What is our total revenue?")).json()
+    first, second = answer["attempts"]
+    assert codes(first) == ["rule_violation"] and first["findings"][0]["rule"] == "exclude_cancelled"
+    assert codes(second) == [] and answer["status"] == "ok"
+    generation = next(r for r in llm.requests if is_generation(r))
+    reflection = next(r for r in llm.requests if is_reflection(r))
+    assert "Revenue means the sum of orders.total_amount" in generation.last_user
+    assert "must exclude cancelled orders" in reflection.last_user
+    assert len(state.corrections.items) == 1  # type: ignore[attr-defined]
+
+
+async def test_findings_outside_the_policy_leave_the_answer_suspicious(demo_dsn: str, llm: ScriptedLLM,
+                                                                       dirs: dict[str, Path]) -> None:
+    script(llm, sql("SELECT name FROM regions WHERE code = 'nowhere'"))
+    settings = ask_settings(demo_dsn, dirs, llm.base_url, reflect_on=frozenset())
+    async with gateway(settings) as (http, _):
+        answer = (await post_ask(http, "Which region has the code nowhere?")).json()
+    assert answer["status"] == "suspicious" and len(answer["attempts"]) == 1
+    assert codes(answer["attempts"][0]) == ["empty_result"] and answer["attempts"][0]["passed"]
+    assert not any(is_reflection(r) for r in llm.requests)
+
+
+async def test_a_failing_sink_never_costs_the_answer(demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:
+    class Broken:
+        async def record(self, correction: object) -> None:
+            raise RuntimeError("store is down")
+
+    script(llm, sql("SELECT count(*) FROM orderz"), sql("SELECT count(*) AS n FROM orders"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, state):
+        state.corrections = Broken()
+        response = await post_ask(http, "How many orders are there?")
+    assert response.status_code == 200 and response.json()["status"] == "ok"
