@@ -44,6 +44,10 @@ class Limits(BaseModel):
         default=10_000, ge=1, description="Postgres idle_in_transaction_session_timeout per query."
     )
     max_sql_bytes: int = Field(default=100_000, ge=16, description="Largest SQL text accepted (UTF-8 bytes).")
+    max_result_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024,
+        description="Largest result held in memory (estimated from the values); more answers result_too_large.",
+    )
     acquire_timeout_s: float = Field(
         default=5.0, gt=0, description="Longest wait for a pooled connection before answering 503."
     )
@@ -270,7 +274,7 @@ def _refuse_secrets(data: Any, where: str) -> None:
             if key.lower() in SECRET_KEYS:
                 raise ConfigError(f"{here}: secrets belong in the environment (NL2SQL_...__{key.upper()}), not the file")
             if key == "dsn" and isinstance(value, str) and urlsplit(value).password:
-                raise ConfigError(f"{here}: the DSN carries a password; set NL2SQL_...__PASSWORD instead")
+                raise ConfigError(f"{here}: the DSN carries a password; secrets belong in the environment (NL2SQL_...__PASSWORD)")
             _refuse_secrets(value, here)
     elif isinstance(data, list):
         for item in data:

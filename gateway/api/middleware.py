@@ -51,6 +51,12 @@ class GatewayMiddleware:
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
 
+        if scope["method"] in {"POST", "PUT", "PATCH"} and not _is_json(headers.get(b"content-type")):
+            response = problem_response(errors.UnsupportedMediaType(
+                "send the request body as JSON with Content-Type: application/json"), request_id)
+            await response(scope, receive, send_wrapper)
+            _observe(scope, status, started)
+            return
         declared = headers.get(b"content-length")
         limit = self.max_body_bytes
         try:
@@ -76,11 +82,23 @@ class GatewayMiddleware:
             )
             await response(scope, receive, send_wrapper)
         finally:
-            route = scope.get("route")
-            endpoint = getattr(route, "path", None) or "unmatched"
-            elapsed = time.perf_counter() - started
-            metrics.REQUESTS.labels(endpoint, str(status)).inc()
-            metrics.REQUEST_SECONDS.labels(endpoint).observe(elapsed)
-            if endpoint not in {"/metrics", "/healthz", "/readyz"}:
-                log.info("request", method=scope["method"], path=scope["path"], endpoint=endpoint,
-                         status=status, duration_ms=round(elapsed * 1000, 3))
+            _observe(scope, status, started)
+
+
+def _is_json(content_type: bytes | None) -> bool:
+    # A body-less POST has no content type; anything sent must be JSON (application/json or +json).
+    if content_type is None:
+        return True
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or media.endswith(b"+json")
+
+
+def _observe(scope: Scope, status: int, started: float) -> None:
+    route = scope.get("route")
+    endpoint = getattr(route, "path", None) or "unmatched"
+    elapsed = time.perf_counter() - started
+    metrics.REQUESTS.labels(endpoint, str(status)).inc()
+    metrics.REQUEST_SECONDS.labels(endpoint).observe(elapsed)
+    if endpoint not in {"/metrics", "/healthz", "/readyz"}:
+        log.info("request", method=scope["method"], path=scope["path"], endpoint=endpoint,
+                 status=status, duration_ms=round(elapsed * 1000, 3))

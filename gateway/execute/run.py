@@ -116,6 +116,7 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None) -> Que
     metrics.DB_SECONDS.labels(target.name).observe(executed - acquired)
     columns = [Column(a.name, a.type.name) for a in attributes]
     truncated = len(records) > cap
+    _enforce_result_size(target, records[:cap], columns)
     rows = _to_rows(records[:cap], columns)
     return QueryResult(
         columns=columns,
@@ -140,6 +141,28 @@ async def _rollback_quietly(conn: asyncpg.Connection) -> None:
         await conn.execute("ROLLBACK")
     except Exception:  # noqa: BLE001 - the pool's reset or discard deals with a broken connection
         pass
+
+
+# Types whose values are small and fixed-width; everything else is measured.
+_FIXED_WIDTH = frozenset({"int2", "int4", "int8", "float4", "float8", "bool", "date", "timestamp", "timestamptz",
+                          "time", "timetz", "interval", "uuid", "oid", "money"})
+
+
+def _enforce_result_size(target: Target, records: list[asyncpg.Record], columns: list[Column]) -> None:
+    """Refuse results too large to hold and serialize; the row cap alone cannot bound wide values."""
+    limit = target.settings.limits.max_result_bytes
+    measured = [i for i, c in enumerate(columns) if c.type not in _FIXED_WIDTH]
+    size = 16 * len(records) * max(len(columns), 1)
+    for record in records:
+        for i in measured:
+            value = record[i]
+            size += len(value) if isinstance(value, (str, bytes)) else len(repr(value))
+        if size > limit:
+            metrics.DB_ERRORS.labels(target.name, errors.ResultTooLarge.code).inc()
+            raise errors.ResultTooLarge(
+                f"the result exceeds databases.{target.name}.limits.max_result_bytes ({limit} bytes); "
+                "select fewer or narrower columns, or lower max_rows", limit=limit, database=target.name,
+            )
 
 
 def _to_rows(records: list[asyncpg.Record], columns: list[Column]) -> list[list[Any]]:

@@ -123,3 +123,43 @@ def test_every_error_class_has_a_distinct_code_and_a_client_status() -> None:
     codes = [c.code for c in classes]
     assert len(codes) == len(set(codes))
     assert all(400 <= c.status < 600 for c in classes)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"])
+async def test_non_json_body(client: httpx.AsyncClient, content_type: str) -> None:
+    response = await client.post("/v1/sql", content=b'{"database": "demo", "sql": "SELECT 1"}',
+                                 headers={"content-type": content_type})
+    assert_problem(response, 415, "unsupported_media_type")
+
+
+async def test_result_too_large_for_memory(client: httpx.AsyncClient) -> None:
+    # 5 rows under max_rows, but 2 MB of text against a 1 MB max_result_bytes.
+    response = await client.post("/v1/sql", json={
+        "database": "demo", "sql": "SELECT repeat('x', 400000) AS wide FROM regions LIMIT 5"})
+    body = assert_problem(response, 422, "result_too_large")
+    assert "max_result_bytes" in str(body["detail"])
+
+
+async def test_query_cancelled_by_the_database(client: httpx.AsyncClient, demo_admin_dsn: str) -> None:
+    import asyncio
+
+    import asyncpg
+
+    slow = ("WITH RECURSIVE cancel_me(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM cancel_me WHERE i < 200000000) "
+            "SELECT count(*) FROM cancel_me")
+    request = asyncio.create_task(client.post("/v1/sql", json={"database": "demo", "sql": slow}))
+    admin = await asyncpg.connect(demo_admin_dsn)
+    try:
+        for _ in range(100):
+            cancelled = await admin.fetchval(
+                "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity "
+                "WHERE query LIKE 'WITH RECURSIVE cancel_me%' AND pid <> pg_backend_pid() AND state = 'active' "
+                # A backend between protocol messages (after Parse, before Execute) ignores a cancel.
+                "AND clock_timestamp() - query_start > interval '100 milliseconds'")
+            if cancelled:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await admin.close()
+    body = assert_problem(await request, 504, "query_canceled")
+    assert body["sqlstate"] == "57014"
