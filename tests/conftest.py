@@ -100,9 +100,8 @@ def pg() -> Iterator[PgServer]:
 
 @pytest.fixture(scope="session")
 async def demo_dsn(pg: PgServer) -> str:
-    return await ensure_demo_database(
-        pg.admin_dsn, database=TEST_DEMO_DATABASE, reader_password=os.environ.get("NL2SQL_TEST_READER_PASSWORD")
-    )
+    password = os.environ.get("NL2SQL_TEST_READER_PASSWORD")
+    return await ensure_demo_database(pg.admin_dsn, database=TEST_DEMO_DATABASE, reader_password=password)
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,8 @@ async def fresh_databases(pg: PgServer) -> set[str]:
 async def test_fresh_db_is_empty_and_writable(fresh_db: str) -> None:
     conn = await asyncpg.connect(fresh_db)
     try:
-        assert await conn.fetchval("SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace") == 0
+        tables = "SELECT count(*) FROM pg_class WHERE relnamespace = 'public'::regnamespace"
+        assert await conn.fetchval(tables) == 0
         await conn.execute("CREATE TABLE t (x int)")
     finally:
         await conn.close()
@@ -37,12 +38,14 @@ async def test_fresh_db_is_the_only_one_alive(pg: PgServer, fresh_db: str) -> No
     assert await fresh_databases(pg) == {urlsplit(fresh_db).path.lstrip("/")}
 
 
-async def test_the_demo_fixtures_point_at_one_database_with_two_roles(demo_dsn: str, demo_admin_dsn: str) -> None:
+async def test_the_demo_fixtures_point_at_one_database_with_two_roles(
+    demo_dsn: str, demo_admin_dsn: str
+) -> None:
     users = []
     for dsn in (demo_dsn, demo_admin_dsn):
         conn = await asyncpg.connect(dsn)
         try:
-            users.append((await conn.fetchval("SELECT current_database()"), await conn.fetchval("SELECT current_user")))
+            users.append(tuple(await conn.fetchrow("SELECT current_database(), current_user")))
         finally:
             await conn.close()
     assert users[0][0] == users[1][0]

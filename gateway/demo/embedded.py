@@ -11,7 +11,7 @@ dir. ``tcp=True`` also listens on a free port of 127.0.0.1 for tools that cannot
 
     server = EmbeddedPostgres(default_data_dir())
     server.start()                  # initdb on first use, then reused
-    server.dsn("demo")              # 'postgresql://postgres@/demo?host=/.../pgdata'
+    server.dsn("demo")              # 'postgresql://postgres@/demo?host=/.../pgdata&port=5432'
     server.stop()                   # the postmaster really exits; start() brings it back
 
 As root, Postgres refuses to run, so the server runs as the system user ``embedded_postgres`` (created
@@ -233,7 +233,9 @@ class EmbeddedPostgres:
             if info is not None and info.status == "ready" and info.alive():
                 return
             time.sleep(0.05)
-        raise EmbeddedPostgresError(f"server in {self.data_dir} not ready after {timeout}s\n{self._log_tail()}")
+        raise EmbeddedPostgresError(
+            f"server in {self.data_dir} not ready after {timeout}s\n{self._log_tail()}"
+        )
 
     def _pg_ctl(self, *args: str) -> None:
         self._run("pg_ctl", "-D", str(self.data_dir), *args)
@@ -248,8 +250,9 @@ class EmbeddedPostgres:
             )  # fmt: skip
             if result.returncode != 0:
                 out.seek(0)
+                command = " ".join([program, *args])
                 raise EmbeddedPostgresError(
-                    f"{program} {' '.join(args)} failed ({result.returncode}):\n{out.read()}\n{self._log_tail()}"
+                    f"{command} failed ({result.returncode}):\n{out.read()}\n{self._log_tail()}"
                 )
 
     def _log_tail(self, lines: int = 30) -> str:

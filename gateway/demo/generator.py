@@ -65,7 +65,9 @@ def demo_version() -> str:
     return f"{GENERATOR_VERSION}-{digest.hexdigest()[:12]}"
 
 
-def derive_dsn(dsn: str, *, database: str | None = None, user: str | None = None, password: str | None = None) -> str:
+def derive_dsn(
+    dsn: str, *, database: str | None = None, user: str | None = None, password: str | None = None
+) -> str:
     """Same server as ``dsn``, another database and/or user. A new user drops the old password.
 
     >>> derive_dsn("postgresql://postgres:pw@db:5432/postgres?sslmode=require", database="demo")
@@ -85,7 +87,11 @@ def derive_dsn(dsn: str, *, database: str | None = None, user: str | None = None
 
 
 async def ensure_demo_database(
-    admin_dsn: str, *, database: str = DEMO_DATABASE, reader_password: str | None = None, rebuild: bool = False
+    admin_dsn: str,
+    *,
+    database: str = DEMO_DATABASE,
+    reader_password: str | None = None,
+    rebuild: bool = False,
 ) -> str:
     """Make sure ``database`` holds the current demo data and return a read-only DSN for it.
 
@@ -147,16 +153,18 @@ async def _build(admin: asyncpg.Connection, admin_dsn: str, database: str) -> fl
 
 
 async def _ensure_reader_role(admin: asyncpg.Connection, password: str | None) -> None:
-    exists = await admin.fetchval("SELECT true FROM pg_roles WHERE rolname = $1", READER_ROLE)
-    if not exists:
-        await admin.execute(f"CREATE ROLE {_ident(READER_ROLE)} LOGIN")
+    role = _ident(READER_ROLE)
+    if not await admin.fetchval("SELECT true FROM pg_roles WHERE rolname = $1", READER_ROLE):
+        await admin.execute(f"CREATE ROLE {role} LOGIN")
     await admin.execute(
-        f"ALTER ROLE {_ident(READER_ROLE)} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
+        f"ALTER ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS"
     )
-    await admin.execute(f"ALTER ROLE {_ident(READER_ROLE)} SET default_transaction_read_only = on")
+    await admin.execute(f"ALTER ROLE {role} SET default_transaction_read_only = on")
     if password is not None:
-        statement = await admin.fetchval("SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)",
-                                         READER_ROLE, password)
+        # Utility statements take no parameters: let the server quote the password.
+        statement = await admin.fetchval(
+            "SELECT format('ALTER ROLE %I PASSWORD %L', $1::text, $2::text)", READER_ROLE, password
+        )
         await admin.execute(statement)
 
 
