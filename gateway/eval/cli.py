@@ -1,0 +1,169 @@
+"""``nl2sql-gateway eval``: run a question set, compare runs, rebuild a report.
+
+``eval QUESTIONS.jsonl`` is short for ``eval run QUESTIONS.jsonl`` (the group runs ``run`` when its first
+argument is not one of its commands).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from gateway.eval.questions import Question, QuestionSetError, load_questions, question_set_digest, shipped
+from gateway.eval.runfolder import RunFolder, RunFolderError, new_run_id
+from gateway.eval.scenarios import DEFAULT_GUIDELINES, DEFAULT_REFLECTIONS, Scenario, ScenarioError, matrix
+from gateway.settings import ConfigError, Settings, load_settings
+
+
+class _RunByDefault(TyperGroup):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+eval_app = typer.Typer(
+    cls=_RunByDefault, no_args_is_help=True, add_completion=False,
+    help="Measure accuracy: run a question set through the pipeline and score execution accuracy (EX). "
+         "`eval QUESTIONS.jsonl` runs it; `eval compare A B` compares two runs; `eval report RUN` rebuilds a report.",
+)
+
+RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds one sub-folder per run.")]
+
+
+def _split(values: list[str] | None, default: tuple[str, ...]) -> list[str]:
+    items = [part.strip() for value in (values or []) for part in value.split(",") if part.strip()]
+    return items or list(default)
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(code)
+
+
+def _load_settings(config: Path | None) -> Settings:
+    if config is not None:
+        os.environ["NL2SQL_CONFIG"] = str(config)
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        raise _fail(f"configuration error: {exc}") from exc
+
+
+def _questions_path(value: str) -> Path:
+    path = Path(value)
+    if path.is_file():
+        return path
+    try:
+        return shipped(value)  # "demo": the set that ships with the package
+    except QuestionSetError:
+        raise _fail(f"{value}: no such file (and no shipped question set by that name)") from None
+
+
+@eval_app.command("run")
+def run_command(
+    questions_file: Annotated[str, typer.Argument(metavar="QUESTIONS", help="JSONL question set, or the name of "
+                                                  "a shipped set (demo).")],
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", exists=True, dir_okay=False,
+                                                   envvar="NL2SQL_CONFIG", help="TOML config file.")] = None,
+    run_id: Annotated[Optional[str], typer.Option(help="Run id; an existing run with this id is resumed "
+                                                  "(finished pairs are skipped). Default: a new timestamp.")] = None,
+    runs_dir: RunsDir = Path("eval-runs"),
+    reflection: Annotated[Optional[list[str]], typer.Option(
+        help="Reflection modes, comma-separated or repeated: first_pass, errors, suspicious, all. "
+             "Default: first_pass,errors,suspicious (first_pass with --collect-corrections).")] = None,
+    guideline: Annotated[Optional[list[str]], typer.Option(
+        help="Guidelines, comma-separated or repeated: none, default (the shipped file), vN (store version). "
+             "Default: none,default (none with --collect-corrections).")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions answered at once.")] = 4,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N questions (a smoke test).")] = None,
+    collect_corrections: Annotated[bool, typer.Option(
+        "--collect-corrections", help="Store every wrong answer with its gold SQL as a correction in the "
+        "feedback store (training step of the MAGIC experiment).")] = False,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar with ETA.")] = True,
+    log_level: Annotated[str, typer.Option(help="Log level of the pipeline's own logs (stderr).")] = "WARNING",
+) -> None:
+    """Answer every question under every scenario, score EX, write the run folder and its report."""
+    from gateway.eval.session import run_session
+
+    settings = _load_settings(config)
+    path = _questions_path(questions_file)
+    try:
+        questions = load_questions(path)
+        scenarios = matrix(
+            _split(reflection, ("first_pass",) if collect_corrections else DEFAULT_REFLECTIONS),
+            _split(guideline, ("none",) if collect_corrections else DEFAULT_GUIDELINES),
+        )
+    except (QuestionSetError, ScenarioError) as exc:
+        raise _fail(str(exc)) from exc
+    questions = questions[:limit] if limit else questions
+    manifest = _manifest(settings, path, questions, scenarios, concurrency)
+    try:
+        folder, resumed = RunFolder.create_or_resume(runs_dir / (run_id or new_run_id()), manifest)
+    except RunFolderError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(f"{'resuming' if resumed else 'starting'} run {folder.run_id} in {folder.path}: {len(questions)} "
+               f"questions x {len(scenarios)} scenarios ({', '.join(s.name for s in scenarios)})", err=True)
+    try:
+        status = asyncio.run(run_session(settings, folder, questions, scenarios, concurrency=concurrency,
+                                         progress=progress, collect=collect_corrections, log_level=log_level))
+    except KeyboardInterrupt:
+        raise _fail(f"interrupted: finished results are saved in {folder.path}; resume with "
+                    f"--run-id {folder.run_id}", 130) from None
+    raise typer.Exit(status)
+
+
+def _manifest(settings: Settings, path: Path, questions: list[Question], scenarios: list[Scenario],
+              concurrency: int) -> dict[str, Any]:
+    return {
+        "questions_file": str(path),
+        "questions_digest": question_set_digest(questions),
+        "question_count": len(questions),
+        "scenarios": [s.name for s in scenarios],
+        "model": settings.llm.model,
+        "llm_base_url": settings.llm.base_url,  # never the key
+        "concurrency": concurrency,
+        "databases": sorted({q.database for q in questions}),
+    }
+
+
+def _folder(value: str, runs_dir: Path) -> RunFolder:
+    path = Path(value)
+    candidates = [path, runs_dir / value] if not path.is_absolute() else [path]
+    for candidate in candidates:
+        try:
+            return RunFolder.open(candidate)
+        except RunFolderError:
+            continue
+    raise _fail(f"{value}: no run folder there or in {runs_dir}")
+
+
+@eval_app.command("compare")
+def compare_command(
+    run_a: Annotated[str, typer.Argument(help="Run folder or run id (A, the baseline).")],
+    run_b: Annotated[str, typer.Argument(help="Run folder or run id (B).")],
+    runs_dir: RunsDir = Path("eval-runs"),
+) -> None:
+    """Print how EX, reflection's fixes and breaks, cost and each question's outcome changed from A to B."""
+    from gateway.eval.compare import compare_runs, render_comparison
+
+    typer.echo(render_comparison(compare_runs(_folder(run_a, runs_dir), _folder(run_b, runs_dir))), nl=False)
+
+
+@eval_app.command("report")
+def report_command(
+    run: Annotated[str, typer.Argument(help="Run folder or run id.")],
+    runs_dir: RunsDir = Path("eval-runs"),
+) -> None:
+    """Rebuild a run's report (JSON, Markdown, PNG charts) from its recorded results."""
+    from gateway.eval.report import write_report
+
+    folder = _folder(run, runs_dir)
+    write_report(folder)
+    typer.echo(str(folder.report_dir / "report.md"))

@@ -1,0 +1,108 @@
+"""The real question pipeline, opened the way the server opens it, and run under a scenario.
+
+The gateway's resources (target pools, LLM client, rules, schema cache ...) are opened by the app's own
+lifespan, so an evaluation exercises exactly what ``serve`` would. A question is answered by
+:func:`gateway.ask.ask` directly (no HTTP, no audit, no corrections sink): evaluating must not write
+corrections or audit rows as a side effect.
+
+A scenario is applied the way a DBA would configure it, not through a side door: each question is asked
+against a *view* of the state that shares every resource (pools, LLM client, caches) and differs in two
+things only, the database's ask policy (when to reflect, where the guideline applies) and the guideline
+source, which always answers the scenario's guideline. Scenarios therefore run side by side in one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+
+from gateway.ask import Question as AskQuestion
+from gateway.ask import ask
+from gateway.context.model import Guideline
+from gateway.context.sources import FileGuidelineSource
+from gateway.eval.questions import Question
+from gateway.eval.scenarios import Scenario, ask_policy
+from gateway.execute import Targets
+from gateway.respond import Answer
+from gateway.settings import Settings
+from gateway.state import GatewayState
+from gateway.store import Store
+from gateway.store import guidelines as stored_guidelines
+
+__all__ = ["EvalSetupError", "FixedGuideline", "NO_GUIDELINE", "answer", "open_gateway", "open_store",
+           "resolve_guideline", "scenario_state"]
+
+NO_GUIDELINE = Guideline("none", "")
+
+
+class EvalSetupError(RuntimeError):
+    """The evaluation cannot start: the message says which setting or argument to change."""
+
+
+@asynccontextmanager
+async def open_gateway(settings: Settings) -> AsyncIterator[GatewayState]:
+    """The state a serving gateway would have, for the duration of the block."""
+    from gateway.api.app import create_app  # the API layer builds the state; nothing of HTTP is used
+
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        yield app.state.gateway
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator[Store]:
+    if not settings.store.dsn:
+        raise EvalSetupError("this needs the feedback store: set store.dsn (NL2SQL_STORE__DSN)")
+    store = await Store.open(settings.store)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def resolve_guideline(settings: Settings, store: Store | None, database: str, choice: str) -> Guideline:
+    """The guideline text a scenario's choice (``none``, ``default``, ``vN``) stands for on ``database``."""
+    if choice == "none":
+        return NO_GUIDELINE
+    if choice == "default":
+        guideline = await FileGuidelineSource(settings.guidelines_dir).active(database)
+        if not guideline.text:
+            raise EvalSetupError(
+                f"no guideline file for {database!r} in {settings.guidelines_dir} (default.md or "
+                f"{database}.md); set guidelines_dir or drop the 'default' guideline from the scenarios"
+            )
+        return guideline
+    version = int(choice.removeprefix("v"))
+    if store is None:
+        raise EvalSetupError(f"guideline {choice} lives in the feedback store: set store.dsn")
+    stored = await stored_guidelines.get(store.pool, version)
+    if stored is None:
+        raise EvalSetupError(f"the store has no guideline version {version} (see `nl2sql-gateway guideline list`)")
+    return Guideline(choice, stored.text)
+
+
+class FixedGuideline:
+    """A guideline source that always answers one guideline (the scenario's)."""
+
+    def __init__(self, guideline: Guideline) -> None:
+        self.guideline = guideline
+
+    async def active(self, database: str) -> Guideline:
+        return self.guideline
+
+
+def scenario_state(state: GatewayState, database: str, scenario: Scenario, guideline: Guideline) -> GatewayState:
+    """``state`` as if ``database`` were configured with the scenario's ask policy and guideline."""
+    target = state.target(database)
+    settings = target.settings.model_copy(update={"ask": ask_policy(target.settings.ask, scenario)})
+    targets = Targets(by_name={**state.targets.by_name, database: replace(target, settings=settings)})
+    return replace(state, targets=targets, guidelines=FixedGuideline(guideline))
+
+
+async def answer(state: GatewayState, question: Question, scenario: Scenario, guideline: Guideline) -> Answer:
+    """Answer one question with the scenario's reflection policy and guideline."""
+    view = scenario_state(state, question.database, scenario, guideline)
+    request = AskQuestion(database=question.database, question=question.question, evidence=question.evidence,
+                          max_rows=view.target(question.database).settings.limits.max_rows)
+    return await ask(view, request)

@@ -1,0 +1,86 @@
+"""Execution accuracy: run the gold SQL, compare a prediction's result with it.
+
+Gold SQL runs through the same guarded execution as everything else (read-only transaction, timeouts, row
+cap) but skips the safety check: it is the evaluator's SQL, and a gold that needs a function the policy
+blocks is worth seeing in the report as an unanswerable question, not hiding. A gold whose result hits the
+row cap cannot be compared (the prediction's would be cut at the same place, or not); such a question is
+reported as a gold error, with the setting to raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway import errors
+from gateway.equivalence import gold_is_ordered, same_result
+from gateway.eval.questions import Question
+from gateway.execute import run_query
+from gateway.state import GatewayState
+
+__all__ = ["Gold", "GoldResult", "Verdict", "run_gold", "score"]
+
+
+@dataclass(frozen=True, slots=True)
+class GoldResult:
+    sql: str
+    columns: list[str]
+    rows: list[list[Any]]
+    ordered: bool
+
+
+@dataclass(slots=True)
+class Gold:
+    """The results of a question's gold alternatives, or why they cannot be used."""
+
+    alternatives: list[GoldResult] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    strict: bool  # same columns (in some order) and rows
+    extra: bool   # the same, allowing extra columns in the prediction
+
+    def as_dict(self) -> dict[str, bool]:
+        return {"strict": self.strict, "extra": self.extra}
+
+
+WRONG = Verdict(strict=False, extra=False)
+
+
+async def run_gold(state: GatewayState, question: Question) -> Gold:
+    """Execute every gold alternative of ``question`` on its database."""
+    try:
+        target = state.target(question.database)
+    except errors.UnknownDatabase as exc:
+        return Gold(error=f"{exc.code}: {exc.detail}")
+    cap = target.settings.limits.max_rows
+    gold = Gold()
+    for sql in question.gold_sql:
+        try:
+            result = await run_query(target, sql, max_rows=cap)
+        except errors.DatabaseUnavailable:
+            raise  # infrastructure, not the question's fault: the run stops and can be resumed
+        except errors.GatewayError as exc:
+            return Gold(error=f"gold SQL failed ({exc.code}): {exc.detail}")
+        if result.truncated:
+            return Gold(error=f"gold result has more than {cap} rows; raise "
+                              f"databases.{question.database}.limits.max_rows to evaluate this question")
+        gold.alternatives.append(GoldResult(sql, [c.name for c in result.columns], result.rows, gold_is_ordered(sql)))
+    return gold
+
+
+def score(gold: Gold, columns: Sequence[Any] | None, rows: Sequence[Sequence[Any]] | None) -> Verdict:
+    """Compare one prediction (None when it produced no result) with every gold alternative."""
+    if gold.error is not None or columns is None or rows is None:
+        return WRONG
+    strict = extra = False
+    for alt in gold.alternatives:
+        strict = strict or same_result(alt.columns, alt.rows, columns, rows, ordered=alt.ordered)
+        extra = extra or strict or same_result(alt.columns, alt.rows, columns, rows, ordered=alt.ordered,
+                                               allow_extra_columns=True)
+        if strict:
+            break
+    return Verdict(strict=strict, extra=extra)

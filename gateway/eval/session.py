@@ -1,0 +1,87 @@
+"""One ``eval run`` from start to report: open the gateway, resolve guidelines, run, report, collect."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from typing import Any, TextIO
+
+from gateway import errors
+from gateway.context.model import Guideline
+from gateway.eval import pipeline
+from gateway.eval.questions import Question
+from gateway.eval.report import write_report
+from gateway.eval.runfolder import RunFolder
+from gateway.eval.runner import AnswerFn, EvalStopped, run_eval
+from gateway.eval.scenarios import Scenario
+from gateway.observability.logging import configure_logging
+from gateway.settings import Settings
+from gateway.store import Store
+
+__all__ = ["STOPPED", "run_session", "summary_table"]
+
+STOPPED = 3  # exit status when infrastructure trouble stopped the run (finished results are kept)
+
+
+async def run_session(settings: Settings, folder: RunFolder, questions: Sequence[Question],
+                      scenarios: Sequence[Scenario], *, concurrency: int, progress: bool, collect: bool,
+                      log_level: str = "WARNING", answer_fn: AnswerFn = pipeline.answer,
+                      out: TextIO | None = None) -> int:
+    """Run, write the report, optionally collect corrections; returns the process exit status."""
+    out = out or sys.stdout
+    configure_logging(log_level, settings.logging.json_logs)
+    needs_store = collect or any(s.guideline_version is not None for s in scenarios)
+    async with AsyncExitStack() as stack:
+        try:
+            store = await stack.enter_async_context(pipeline.open_store(settings)) if needs_store else None
+            state = await stack.enter_async_context(pipeline.open_gateway(settings))
+            guidelines = await _guidelines(settings, store, questions, scenarios)
+        except pipeline.EvalSetupError as exc:
+            print(f"cannot start: {exc}", file=sys.stderr)
+            return 2
+        except errors.GatewayError as exc:  # the store or a database is not reachable
+            print(f"cannot start: {exc.code}: {exc.detail}", file=sys.stderr)
+            return 2
+        status = 0
+        try:
+            summary = await run_eval(state, folder, questions, scenarios, guidelines, answer_fn,
+                                     concurrency=concurrency, progress=progress)
+            print(f"finished {summary.finished} pairs ({summary.skipped} recorded earlier)", file=sys.stderr)
+        except EvalStopped as exc:
+            print(f"stopped: {exc}\nfinished results are saved; resume with --run-id {folder.run_id}",
+                  file=sys.stderr)
+            status = STOPPED
+        report = write_report(folder)
+        out.write(summary_table(report))
+        out.write(f"report: {folder.report_dir / 'report.md'}\n")
+        if collect and store is not None:
+            from gateway.eval.collect import collect_corrections
+
+            collected = await collect_corrections(store, folder, questions, [s.name for s in scenarios])
+            out.write(f"corrections stored: {collected.stored} (already stored earlier: {collected.already}, "
+                      f"same SQL in another scenario: {collected.duplicates}, no SQL to learn from: "
+                      f"{collected.without_sql})\n")
+    return status
+
+
+async def _guidelines(settings: Settings, store: Store | None, questions: Sequence[Question],
+                      scenarios: Sequence[Scenario]) -> dict[tuple[str, str], Guideline]:
+    resolved: dict[tuple[str, str], Guideline] = {}
+    for database in sorted({q.database for q in questions}):
+        for choice in dict.fromkeys(s.guideline for s in scenarios):
+            resolved[(database, choice)] = await pipeline.resolve_guideline(settings, store, database, choice)
+    return resolved
+
+
+def summary_table(report: dict[str, Any]) -> str:
+    """The scenarios at a glance, for the terminal."""
+    header = f"{'scenario':<24} {'EX':>7} {'EX+cols':>8} {'first':>7} {'fixed':>6} {'broken':>7} {'tokens/q':>9} {'p50 ms':>8}"
+    lines = [header, "-" * len(header)]
+    for s in report["scenarios"]:
+        def pct(v: float | None) -> str:
+            return "–" if v is None else f"{100 * v:.1f}%"
+        lines.append(f"{s['name']:<24} {pct(s['ex']):>7} {pct(s['ex_extra']):>8} {pct(s['first_pass_ex']):>7} "
+                     f"{s['fixed']:>6} {s['broken']:>7} {s['tokens_per_question'] or 0:>9.0f} "
+                     f"{s['latency_ms_p50'] or 0:>8.0f}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,34 @@
+"""Fixtures for the evaluation harness tests: a scripted LLM over real HTTP that answers by question text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.testing.scripted_llm import ScriptedLLM
+from tests.eval.helpers import GUIDELINE_MARKER
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    llm_server.reset()
+    yield llm_server
+    llm_server.reset()
+
+
+@pytest.fixture
+def guidelines_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "guidelines"
+    folder.mkdir()
+    (folder / "default.md").write_text(
+        f"1. {GUIDELINE_MARKER}: before answering, ask yourself whether every literal matches a stored value.\n"
+    )
+    return folder
