@@ -1,0 +1,118 @@
+"""The LLM client against the scripted OpenAI-compatible server, over real HTTP through the openai SDK."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from pydantic import SecretStr
+
+from gateway import errors
+from gateway.llm import LLMClient, is_configured, open_llm
+from gateway.observability import metrics
+from gateway.settings import LLMSettings
+from gateway.testing.scripted_llm import Reply, ScriptedLLM
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as llm:
+        yield llm
+
+
+@pytest.fixture
+def scripted(server: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    server.reset()
+    yield server
+    server.reset()
+
+
+async def client(scripted: ScriptedLLM, **settings: object) -> AsyncIterator[LLMClient]:
+    async with open_llm(LLMSettings(base_url=scripted.base_url, model="m", **settings)) as llm:  # type: ignore[arg-type]
+        assert llm is not None
+        yield llm
+
+
+async def complete(scripted: ScriptedLLM, purpose: str = "generate", deadline: float | None = None,
+                   **settings: object) -> object:
+    async for llm in client(scripted, **settings):
+        return await llm.complete(MESSAGES, purpose=purpose, model="m", deadline=deadline)
+    raise AssertionError
+
+
+def counter(metric: object, *labels: str) -> float:
+    return float(metric.labels(*labels)._value.get())  # type: ignore[attr-defined]
+
+
+async def test_reply_text_and_tokens_by_purpose(scripted: ScriptedLLM) -> None:
+    scripted.default = Reply("<sql>SELECT 1</sql>", prompt_tokens=11, completion_tokens=7)
+    before = counter(metrics.LLM_TOKENS, "judge", "prompt"), counter(metrics.LLM_CALLS, "judge", "ok")
+    reply = await complete(scripted, purpose="judge")
+    assert reply.text == "<sql>SELECT 1</sql>" and (reply.prompt_tokens, reply.completion_tokens) == (11, 7)
+    assert counter(metrics.LLM_TOKENS, "judge", "prompt") == before[0] + 11
+    assert counter(metrics.LLM_CALLS, "judge", "ok") == before[1] + 1
+    assert scripted.requests[0].body["model"] == "m" and scripted.requests[0].body["temperature"] == 0.0
+
+
+async def test_429_and_5xx_are_retried(scripted: ScriptedLLM) -> None:
+    scripted.add_reply(Reply(status=429), times=1)
+    scripted.add_reply(Reply(status=502), times=1)
+    scripted.default = "ok"
+    reply = await complete(scripted, max_retries=2)
+    assert reply.text == "ok" and len(scripted.requests) == 3
+
+
+async def test_retries_are_bounded(scripted: ScriptedLLM) -> None:
+    scripted.default = Reply(status=500)
+    with pytest.raises(errors.LLMUnavailable):
+        await complete(scripted, max_retries=1)
+    assert len(scripted.requests) == 2
+
+
+async def test_client_errors_are_not_retried(scripted: ScriptedLLM) -> None:
+    scripted.default = Reply(status=401)
+    with pytest.raises(errors.LLMUnavailable) as caught:
+        await complete(scripted, max_retries=3)
+    assert len(scripted.requests) == 1 and caught.value.extra["llm_status"] == 401
+
+
+async def test_the_deadline_bounds_retries_and_timeouts(scripted: ScriptedLLM) -> None:
+    scripted.default = Reply("late", delay_s=2)
+    with pytest.raises(errors.DeadlineExceeded):
+        await complete(scripted, deadline=time.monotonic() + 0.5, max_retries=5, timeout_s=10)
+    assert len(scripted.requests) == 1
+
+
+async def test_a_body_that_is_not_a_completion(scripted: ScriptedLLM) -> None:
+    scripted.default = Reply(raw_body="{not json")
+    with pytest.raises(errors.LLMBadOutput):
+        await complete(scripted)
+    scripted.default = Reply(raw_body='{"choices": []}')
+    with pytest.raises(errors.LLMBadOutput):
+        await complete(scripted)
+
+
+async def test_concurrency_is_bounded(scripted: ScriptedLLM) -> None:
+    scripted.default = Reply("ok", delay_s=0.5)
+    async for llm in client(scripted, max_concurrency=2):
+        calls = [asyncio.create_task(llm.complete(MESSAGES, purpose="generate", model="m")) for _ in range(5)]
+        while len(scripted.requests) < 2:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)  # a third call would have arrived by now if the bound did not hold
+        assert len(scripted.requests) == 2
+        assert [r.text for r in await asyncio.gather(*calls)] == ["ok"] * 5
+
+
+def test_configuration() -> None:
+    assert not is_configured(LLMSettings())
+    assert is_configured(LLMSettings(base_url="http://localhost:11434/v1"))
+    assert is_configured(LLMSettings(api_key=SecretStr("sk-test")))
+
+
+async def test_no_endpoint_no_client() -> None:
+    async with open_llm(LLMSettings(model="m")) as llm:
+        assert llm is None
