@@ -171,6 +171,14 @@ app.add_typer(rules_app, name="rules", help="Check the DBA rule files (rules/<da
               "schema.")
 
 
+from gateway.magic import cli as guideline_cli  # noqa: E402
+from gateway.store import cli as store_cli  # noqa: E402
+
+guideline_cli.load = store_cli.load = _settings
+app.add_typer(guideline_cli.app, name="guideline")
+app.command(name="migrate")(store_cli.migrate)
+
+
 def main() -> None:
     app()
 

@@ -128,6 +128,38 @@ class DeadlineExceeded(GatewayError):
     code, status, title = "deadline_exceeded", 504, "The request's time budget was spent"
 
 
+class UnknownRequest(NotFound):
+    """Feedback names a request id the store has no record of."""
+
+    code, title = "unknown_request", "Unknown request id"
+
+
+class FeedbackConflict(GatewayError):
+    """This client already gave different feedback on this request (feedback is idempotent, not editable)."""
+
+    code, status, title = "feedback_conflict", 409, "Different feedback was already recorded"
+
+
+class CorrectionBlocked(SqlBlocked):
+    """A corrected SQL sent as feedback failed the safety check; ``extra['findings']`` lists why."""
+
+    code, title = "correction_blocked", "Corrected SQL blocked by the safety check"
+
+
+class UnknownGuidelineVersion(NotFound):
+    code, title = "unknown_guideline_version", "Unknown guideline version"
+
+
+class GuidelineGateFailed(GatewayError):
+    """The candidate did worse than the active guideline on held-out corrections; ``extra['evaluation']``."""
+
+    code, status, title = "guideline_gate_failed", 409, "Candidate guideline failed the activation gate"
+
+
+class RegenerationRunning(GatewayError):
+    code, status, title, retry_after = "regeneration_running", 409, "A regeneration is already running", 30
+
+
 def all_error_classes() -> list[type[GatewayError]]:
     """Every concrete error class, for documentation checks and the OpenAPI description."""
     seen: list[type[GatewayError]] = []

@@ -201,6 +201,22 @@ class ContextSettings(BaseModel):
                           "shown in a prompt.")
 
 
+class AuthSettings(BaseModel):
+    """Access control: API keys (stored hashed in the store) with a role, databases and a Postgres role."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(default=True, description="Require an API key (Authorization: Bearer ...) on every "
+                          "/v1 route; needs store.dsn. Off only for local use: the server then refuses to listen "
+                          "on anything but a loopback address.")
+    cache_ttl_s: float = Field(default=5.0, ge=0, description="Seconds a key looked up in the store is reused "
+                               "without asking the store again; a revoked key stops working within this time.")
+    cache_max_keys: int = Field(default=10_000, ge=1, description="Most key lookups (found or not) kept in the "
+                                "cache; the oldest are dropped beyond it.")
+    lookup_timeout_s: float = Field(default=2.0, gt=0, description="Longest wait for the store when a key is "
+                                    "not cached; beyond it the request answers 503 store_unavailable.")
+
+
 class LoggingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -220,6 +236,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
     rules_dir: Path = Field(default=Path("rules"), description="Folder of DBA rule files, one per database.")
     guidelines_dir: Path = Field(default=Path("guidelines"), description="Folder of guideline Markdown files.")
 

@@ -12,11 +12,12 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import FastAPI
 
 from gateway import __version__, safety
-from gateway.api import problems, routes_ask, routes_health, routes_sql
+from gateway.api import problems, routes_ask, routes_feedback, routes_guidelines, routes_health, routes_sql
 from gateway.api.middleware import GatewayMiddleware
 from gateway.api.models import Problem
 from gateway.execute import Targets
 from gateway.llm import open_llm
+from gateway.magic.lifespan import open_feedback_store
 from gateway.observability.logging import configure_logging, get_logger
 from gateway.rules import RulesRegistry
 from gateway.settings import Settings, load_settings
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.gateway = state
             state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
             state.llm = await stack.enter_async_context(open_llm(settings.llm))  # None: /v1/ask answers llm_not_configured
+            await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
             log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
             yield
             log.info("gateway_stopping")
@@ -62,6 +64,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes)
     app.include_router(routes_sql.router)
     app.include_router(routes_ask.router)
+    app.include_router(routes_feedback.router)
+    app.include_router(routes_guidelines.router)
     app.include_router(routes_health.router)
     return app
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -134,3 +134,71 @@ class AskResponse(BaseModel):
     guideline_version: str | None = Field(description="The database's active guideline version.")
     guideline_applied: bool = Field(description="The guideline was shown to the LLM in at least one attempt.")
     request_id: str | None
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    request_id: str = Field(description="The `request_id` of a `POST /v1/ask` answer.", min_length=1,
+                            max_length=128)
+    verdict: Literal["correct", "incorrect"] = Field(description="Whether the answer was right.")
+    corrected_sql: str | None = Field(default=None, min_length=1, description="With `incorrect`: the SQL that "
+                                      "answers the question. It must pass the safety check and run; it then "
+                                      "becomes a verified correction and example.")
+    note: str | None = Field(default=None, max_length=4000, description="Free text for the DBA.")
+
+
+class FeedbackResponse(BaseModel):
+    feedback_id: int
+    request_id: str
+    client_id: str = Field(description="From the `X-Client-Id` header (`anonymous` without one).")
+    verdict: str
+    correction_id: int | None = Field(description="The verified correction stored from `corrected_sql`.")
+    example_id: int | None = Field(description="The verified example stored (question and its SQL).")
+    created_at: str
+    created: bool = Field(description="False when this exact feedback had been recorded before (idempotent).")
+
+
+class GuidelineSummary(BaseModel):
+    version: int
+    parent: int | None
+    status: str = Field(description="`candidate`, `active` or `retired`.")
+    created_at: str
+    activated_at: str | None
+    corrections: int = Field(description="How many corrections' feedback went into this version.")
+    evaluation_passed: bool | None = Field(description="The activation gate's verdict, when evaluated.")
+
+
+class GuidelineList(BaseModel):
+    active: int | None = Field(description="The active version; null: the file guideline is in force.")
+    versions: list[GuidelineSummary]
+
+
+class GuidelineDetail(GuidelineSummary):
+    text: str = Field(description="The guideline: numbered reminders with ask-to-myself questions.")
+    provenance: dict[str, Any] = Field(description="corrections, feedbacks, run_id, trigger, batches, model.")
+    evaluation: dict[str, Any] | None = Field(description="The gate's replay on held-out corrections.")
+
+
+class RegenerateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    activate: bool | None = Field(default=None, description="Run the gate and activate a passing candidate; "
+                                  "magic.auto_activate when null.")
+
+
+class RegenerateResponse(BaseModel):
+    outcome: str = Field(description="activated, candidate, rejected or no_change.")
+    run_id: int | None
+    version: int | None
+    counts: dict[str, int]
+    llm_calls_by_purpose: dict[str, int]
+    evaluation: dict[str, Any] | None
+    error: str | None
+    wall_s: float
+
+
+class ActivateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    force: bool = Field(default=False, description="Skip the activation gate (a DBA's decision).")

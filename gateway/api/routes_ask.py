@@ -16,6 +16,7 @@ from gateway.api.models import AskRequest, AskResponse
 from gateway.api.problems import openapi_responses, problem_response
 from gateway.ask import Question, ask, ask_events, corrections_of, llm_for
 from gateway.corrections import hand_over
+from gateway.feedback import audit_answer
 from gateway.observability.logging import get_logger
 from gateway.respond import Answer, sse, to_json
 from gateway.state import GatewayState
@@ -58,6 +59,7 @@ async def post_ask(body: AskRequest, request: Request, state: GatewayState = Dep
             background=BackgroundTask(_hand_over_streamed, state, q, answers),
         )
     answer = await ask(state, q)
+    await audit_answer(state, answer, q.evidence)  # committed before the answer goes out: feedback may follow
     return Response(to_json(answer.as_dict()), media_type="application/json",
                     background=BackgroundTask(hand_over, state.corrections, corrections_of(answer, q)))
 
@@ -65,6 +67,8 @@ async def post_ask(body: AskRequest, request: Request, state: GatewayState = Dep
 async def _events(state: GatewayState, q: Question, answers: list[Answer]) -> AsyncIterator[bytes]:
     try:
         async for name, data in ask_events(state, q, answers):
+            if name == "answer":
+                await audit_answer(state, answers[-1], q.evidence)
             yield sse(name, data)
     except errors.GatewayError as exc:
         yield sse("problem", _problem(exc, q.request_id))

@@ -20,7 +20,21 @@ Questions (``POST /v1/ask``)
   gauges since the process started, for dashboards without PromQL arithmetic.
 - ``nl2sql_llm_calls_total{purpose,outcome}``, ``nl2sql_llm_seconds{purpose}``,
   ``nl2sql_llm_tokens_total{purpose,kind}``: LLM calls, latency and tokens by purpose
-  (generate, reflect, judge, magic_feedback, magic_correction, magic_manager, magic_guideline).
+  (generate, reflect, judge, magic_feedback, magic_correction, magic_manager, magic_guideline, magic_gate).
+- ``nl2sql_llm_breaker_open``: 1 while the LLM circuit breaker is open (calls refused without trying).
+
+Backpressure
+- ``nl2sql_in_flight``: requests being served now (health and metrics excluded).
+- ``nl2sql_rejected_total{reason}``: requests shed by backpressure: ``rate_limited`` (429), ``in_flight``
+  and ``llm_queue`` (503 overloaded).
+
+Feedback store and MAGIC
+- ``nl2sql_feedback_total{database,verdict}``: feedback received (``correct`` / ``incorrect``), new rows only.
+- ``nl2sql_feedback_accuracy_ratio{database}``: share of ``correct`` verdicts among all feedback in the store.
+- ``nl2sql_corrections_pending``: corrections MAGIC has not processed yet (refreshed on scrape and by runs).
+- ``nl2sql_regeneration_runs_total{outcome}``: regeneration runs by outcome (activated, candidate, rejected,
+  no_change, locked, failed).
+- ``nl2sql_guideline_active_version``: the active stored guideline version (0 when none is active).
 """
 
 from __future__ import annotations
@@ -54,3 +68,13 @@ FINAL_PASS_RATIO = Gauge("nl2sql_final_pass_ratio", "Share of questions passing 
 LLM_CALLS = Counter("nl2sql_llm_calls_total", "LLM calls by purpose and outcome.", ["purpose", "outcome"])
 LLM_SECONDS = Histogram("nl2sql_llm_seconds", "LLM call latency.", ["purpose"], buckets=LATENCY_BUCKETS)
 LLM_TOKENS = Counter("nl2sql_llm_tokens_total", "LLM tokens by purpose and kind.", ["purpose", "kind"])
+LLM_BREAKER_OPEN = Gauge("nl2sql_llm_breaker_open", "1 while the LLM circuit breaker is open.")
+
+IN_FLIGHT = Gauge("nl2sql_in_flight", "Requests being served now (health and metrics excluded).")
+REJECTED = Counter("nl2sql_rejected_total", "Requests shed by backpressure, by reason.", ["reason"])
+
+FEEDBACK = Counter("nl2sql_feedback_total", "Feedback received, by verdict.", ["database", "verdict"])
+FEEDBACK_ACCURACY = Gauge("nl2sql_feedback_accuracy_ratio", "Share of correct verdicts in feedback.", ["database"])
+CORRECTIONS_PENDING = Gauge("nl2sql_corrections_pending", "Corrections MAGIC has not processed yet.")
+REGENERATION_RUNS = Counter("nl2sql_regeneration_runs_total", "Guideline regeneration runs by outcome.", ["outcome"])
+GUIDELINE_ACTIVE_VERSION = Gauge("nl2sql_guideline_active_version", "Active stored guideline version (0: none).")

@@ -18,7 +18,7 @@ class AuditEntry:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     final_sql: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
-    guideline_version: int | None = None
+    guideline_version: str | None = None
 
 
 async def record(db: Db, entry: AuditEntry) -> None:

@@ -63,12 +63,13 @@ async def keep_feedback(conn: Db, *, correction_id: int, run_id: int, feedback: 
 
 
 async def unused_feedbacks(db: Db) -> list[KeptFeedback]:
-    """Kept feedbacks not yet folded into a guideline, in the order they were kept."""
+    """Kept feedbacks not yet folded into a guideline, in correction order (deterministic batches even
+    when corrections are worked on concurrently)."""
     rows = await db.fetch(
         """
         SELECT m.id, m.correction_id, c.question, c.incorrect_sql, m.revised_sql, m.feedback
         FROM magic_feedbacks m JOIN corrections c ON c.id = m.correction_id
-        WHERE m.used_in_version IS NULL ORDER BY m.id
+        WHERE m.used_in_version IS NULL ORDER BY m.correction_id
         """
     )
     return [KeptFeedback(r["id"], r["correction_id"], r["question"], r["incorrect_sql"], r["revised_sql"],

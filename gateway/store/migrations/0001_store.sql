@@ -13,7 +13,7 @@ CREATE TABLE request_audit (
     final_sql         text,
     status            text NOT NULL,
     timings           jsonb NOT NULL DEFAULT '{}',
-    guideline_version integer,
+    guideline_version text,
     created_at        timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX request_audit_created ON request_audit (created_at);

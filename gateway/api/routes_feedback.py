@@ -1,0 +1,45 @@
+"""``POST /v1/feedback``: a client says whether an answer was right, optionally with the right SQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header
+from starlette.responses import Response
+
+from gateway import errors
+from gateway.api.deps import get_state
+from gateway.api.models import FeedbackRequest, FeedbackResponse
+from gateway.api.problems import openapi_responses
+from gateway.feedback import FeedbackIn, client_id, feedback_dict, submit
+from gateway.state import GatewayState
+
+router = APIRouter(prefix="/v1", tags=["feedback"])
+
+
+@router.post(
+    "/feedback",
+    response_model=FeedbackResponse,
+    status_code=201,
+    summary="Tell the gateway whether an answer was right",
+    description="Idempotent per request and client (`X-Client-Id` header): the same feedback again answers "
+    "200 with the stored row, different feedback `feedback_conflict`. `correct` makes the question and its SQL "
+    "a verified example; `incorrect` with `corrected_sql` stores a verified correction once that SQL passed "
+    "the safety check and ran. A 2xx means the feedback is committed.",
+    responses={200: {"description": "This feedback had been recorded before.", "model": FeedbackResponse},
+               **openapi_responses(errors.MalformedBody, errors.InvalidRequest, errors.UnknownRequest,
+                                   errors.FeedbackConflict, errors.CorrectionBlocked, errors.SqlTooLarge,
+                                   errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable,
+                                   errors.StoreNotConfigured, errors.StoreUnavailable)},
+)
+async def post_feedback(
+    body: FeedbackRequest,
+    x_client_id: Annotated[str | None, Header(description="Who gives the feedback (until API keys exist).")] = None,
+    state: GatewayState = Depends(get_state),
+) -> Response:
+    item = FeedbackIn(request_id=body.request_id, client_id=client_id(x_client_id), verdict=body.verdict,
+                      corrected_sql=body.corrected_sql, note=body.note)
+    stored, created = await submit(state, item)
+    return Response(json.dumps({**feedback_dict(stored), "created": created}), media_type="application/json",
+                    status_code=201 if created else 200)

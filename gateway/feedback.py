@@ -1,0 +1,191 @@
+"""Feedback: the audit of answered questions, and what clients say about the answers (``POST /v1/feedback``).
+
+- Every answer is audited in the store before it is sent, so feedback can name it by request id.
+- Feedback is idempotent per (request, client): the same feedback again returns the stored row; different
+  feedback from the same client is a ``feedback_conflict``.
+- ``correct`` makes the question and its final SQL a verified example (and verifies the corrections that
+  led to that SQL). ``incorrect`` with a ``corrected_sql`` stores a verified user correction, but only after
+  that SQL passed the safety check with the database's policy and ran on the database.
+- Everything one feedback writes commits in one transaction before the 2xx is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gateway import errors
+from gateway.client_sql import check_sql
+from gateway.execute import run_query
+from gateway.observability import metrics
+from gateway.observability.logging import get_logger
+from gateway.state import GatewayState
+from gateway.store import Store, audit, corrections, examples, feedback
+from gateway.store.feedback import StoredFeedback
+
+log = get_logger(__name__)
+
+Verdict = Literal["correct", "incorrect"]
+ANONYMOUS = "anonymous"
+AUDIT_TIMEOUT_S = 2.0
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+
+
+def store_of(state: GatewayState) -> Store:
+    store: Store | None = getattr(state, "store", None)
+    if store is None:
+        raise errors.StoreNotConfigured("set store.dsn: feedback and guidelines live in the store database")
+    return store
+
+
+def client_id(header: str | None) -> str:
+    """The client that gives feedback: the ``X-Client-Id`` header (API keys will replace it)."""
+    if header is None or header == "":
+        return ANONYMOUS
+    if not _CLIENT_ID.match(header):
+        raise errors.InvalidRequest("X-Client-Id must be 1-128 characters of letters, digits and ._:@-",
+                                    header="X-Client-Id")
+    return header
+
+
+async def audit_answer(state: GatewayState, answer: Any, evidence: str | None = None) -> None:
+    """Record an answer (a :class:`gateway.respond.Answer`) in the store; no-op without a store.
+
+    Best effort: a store outage costs the answer its audit row (feedback on it then answers
+    ``unknown_request``), never the answer itself.
+    """
+    store: Store | None = getattr(state, "store", None)
+    if store is None or not answer.request_id:
+        return
+    try:
+        async with asyncio.timeout(AUDIT_TIMEOUT_S):
+            await audit.record(store.pool, _audit_entry(answer, evidence))
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        log.warning("audit_not_recorded", request_id=answer.request_id, error=repr(exc))
+
+
+def _audit_entry(answer: Any, evidence: str | None) -> audit.AuditEntry:
+    data = answer.as_dict()
+    attempts = [{k: v for k, v in a.items() if k not in {"rows", "preview"}} for a in data["attempts"]]
+    timings: dict[str, float] = {}
+    for attempt in data["attempts"]:
+        for key, value in (attempt.get("timings") or {}).items():
+            if isinstance(value, (int, float)):
+                timings[key] = timings.get(key, 0.0) + float(value)
+    return audit.AuditEntry(
+        request_id=answer.request_id, database=answer.database, question=answer.question, status=answer.status,
+        evidence=evidence or "", attempts=attempts, final_sql=data["sql"], timings=timings,
+        guideline_version=answer.guideline_version,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackIn:
+    request_id: str
+    client_id: str
+    verdict: Verdict
+    corrected_sql: str | None = None
+    note: str | None = None
+
+
+async def _submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
+    store = store_of(state)
+    entry = await audit.get(store.pool, item.request_id)
+    if entry is None:
+        raise errors.UnknownRequest(f"no answered question has request id {item.request_id!r}",
+                                    request_id=item.request_id)
+    if item.verdict == "correct" and item.corrected_sql:
+        raise errors.InvalidRequest("corrected_sql goes with verdict 'incorrect'", field="corrected_sql")
+    existing = await feedback.get(store.pool, item.request_id, item.client_id)
+    if existing is not None:
+        return _same_or_conflict(existing, item), False
+    if item.corrected_sql:
+        await _verify_correction(state, entry.database, item.corrected_sql)
+
+    async with store.transaction() as conn:
+        stored = await feedback.insert(conn, request_id=item.request_id, client_id=item.client_id,
+                                       verdict=item.verdict, corrected_sql=item.corrected_sql, note=item.note,
+                                       correction_id=None, example_id=None)
+        if stored is None:  # the same client raced itself; the other submission won
+            raise _Raced
+        correction_id = example_id = None
+        if item.verdict == "correct" and entry.final_sql:
+            example_id = await examples.add(conn, database=entry.database, question=entry.question,
+                                            sql=entry.final_sql, source="feedback", request_id=entry.request_id)
+            await corrections.verify_for_request(conn, entry.request_id, entry.final_sql)
+        elif item.corrected_sql:
+            example_id = await examples.add(conn, database=entry.database, question=entry.question,
+                                            sql=item.corrected_sql, source="correction", request_id=entry.request_id)
+            if entry.final_sql:  # without a wrong SQL there is nothing for MAGIC to learn from
+                correction_id = await corrections.add(
+                    conn, database=entry.database, question=entry.question, evidence=entry.evidence,
+                    incorrect_sql=entry.final_sql, corrected_sql=item.corrected_sql, source="user", verified=True,
+                    request_id=entry.request_id,
+                )
+        if correction_id or example_id:
+            await conn.execute("UPDATE feedback SET correction_id = $2, example_id = $3 WHERE id = $1",
+                               stored.id, correction_id, example_id)
+            stored.correction_id, stored.example_id = correction_id, example_id
+    metrics.FEEDBACK.labels(entry.database, item.verdict).inc()
+    await _refresh_accuracy(store, entry.database)
+    log.info("feedback_recorded", request_id=item.request_id, verdict=item.verdict,
+             correction_id=stored.correction_id, example_id=stored.example_id)
+    return stored, True
+
+
+class _Raced(Exception):
+    pass
+
+
+async def submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
+    """Store the feedback; returns it and whether it is new (False: an identical earlier submission).
+
+    Two identical submissions racing each other resolve to the one that committed first.
+    """
+    try:
+        return await _submit(state, item)
+    except _Raced:
+        existing = await feedback.get(store_of(state).pool, item.request_id, item.client_id)
+        assert existing is not None
+        return _same_or_conflict(existing, item), False
+
+
+def _same_or_conflict(existing: StoredFeedback, item: FeedbackIn) -> StoredFeedback:
+    if (existing.verdict, existing.corrected_sql or None, existing.note or None) != (
+            item.verdict, item.corrected_sql or None, item.note or None):
+        raise errors.FeedbackConflict(
+            f"client {item.client_id!r} already gave feedback {existing.verdict!r} on this request; "
+            "feedback cannot be changed", feedback_id=existing.id, verdict=existing.verdict,
+        )
+    return existing
+
+
+async def _verify_correction(state: GatewayState, database: str, sql: str) -> None:
+    """The corrected SQL must pass the safety check and run; raises the problem that says why not."""
+    verdict = check_sql(state, sql, database)
+    if not verdict.allowed:
+        raise errors.CorrectionBlocked(
+            "corrected_sql was refused: " + "; ".join(f.message for f in verdict.findings),
+            findings=[f.as_dict() for f in verdict.findings], codes=verdict.codes,
+        )
+    # Running it proves it executes; one row is enough to prove that and keeps the call cheap.
+    await run_query(state.target(database), sql, max_rows=1)
+
+
+async def _refresh_accuracy(store: Store, database: str) -> None:
+    try:
+        correct, total = (await feedback.accuracy_by_database(store.pool)).get(database, (0, 0))
+        if total:
+            metrics.FEEDBACK_ACCURACY.labels(database).set(correct / total)
+    except Exception as exc:  # noqa: BLE001 - a gauge is not worth failing a committed feedback for
+        log.info("feedback_accuracy_not_refreshed", error=repr(exc))
+
+
+def feedback_dict(stored: StoredFeedback) -> dict[str, Any]:
+    return {
+        "feedback_id": stored.id, "request_id": stored.request_id, "client_id": stored.client_id,
+        "verdict": stored.verdict, "correction_id": stored.correction_id, "example_id": stored.example_id,
+        "created_at": stored.created_at.isoformat(),
+    }

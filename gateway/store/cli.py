@@ -1,0 +1,50 @@
+"""``nl2sql-gateway migrate``: bring the store's schema up to date (the server also does it at start-up)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from gateway.settings import Settings
+
+# Set by gateway.cli: how to load the settings.
+load: Callable[[Optional[Path]], Settings] = lambda config: Settings()  # noqa: E731
+
+
+def migrate(
+    status: Annotated[bool, typer.Option("--status", help="Only list the migrations and whether each is "
+                                         "applied.")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML config file.", exists=True,
+                                                   dir_okay=False, envvar="NL2SQL_CONFIG")] = None,
+) -> None:
+    """Apply the store's pending migrations (numbered .sql files), one transaction each, under an advisory lock."""
+    import asyncpg
+
+    from gateway.store import migrate as migrations
+
+    settings = load(config)
+    if not settings.store.dsn:
+        typer.echo("store.dsn is not set (NL2SQL_STORE__DSN)", err=True)
+        raise typer.Exit(2)
+
+    async def work() -> None:
+        password = settings.store.password.get_secret_value() if settings.store.password else None
+        conn = await asyncpg.connect(settings.store.dsn, password=password)
+        try:
+            if not status:
+                applied = await migrations.migrate(conn)
+                typer.echo(f"applied {len(applied)} migration(s): {applied}" if applied else "up to date")
+            for version, name, done in await migrations.status(conn):
+                typer.echo(f"{version:04d} {name:<30} {'applied' if done else 'pending'}")
+        finally:
+            await conn.close()
+
+    try:
+        asyncio.run(work())
+    except (OSError, asyncpg.PostgresError, migrations.MigrationError) as exc:
+        typer.echo(f"migration failed: {exc}", err=True)
+        raise typer.Exit(1) from exc

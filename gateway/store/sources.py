@@ -1,0 +1,91 @@
+"""The store behind the question pipeline's protocols: the active guideline, verified examples, corrections.
+
+- :class:`StoreGuidelines` (a ``GuidelineSource``): the active stored version, or the fallback source (the
+  guideline files) while none is active. Cached for ``ttl_s`` so a question does not cost a store round
+  trip; an activation on this replica invalidates the cache at once, on other replicas within ``ttl_s``.
+  When the store is down, questions go on with the last known guideline (or the fallback).
+- :class:`StoreExamples` (an ``ExamplesSource``): trigram-similar verified pairs, and exact matches.
+- :class:`StoreCorrections` (a ``CorrectionsSink``): reflection chains become corrections (unverified until
+  a user confirms the answer, see ``gateway.feedback``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from gateway.context.model import Example, Guideline
+from gateway.context.sources import GuidelineSource
+from gateway.corrections import Correction
+from gateway.observability.logging import get_logger
+from gateway.store import corrections, examples, guidelines
+from gateway.store.pool import Store
+
+log = get_logger(__name__)
+
+VERIFIED_SOURCES = frozenset({"user", "dba"})
+
+
+def version_label(version: int) -> str:
+    """How a stored version is named in answers and audit rows (file guidelines use other labels)."""
+    return f"v{version}"
+
+
+class StoreGuidelines:
+    def __init__(self, store: Store, fallback: GuidelineSource, ttl_s: float = 2.0) -> None:
+        self.store = store
+        self.fallback = fallback
+        self.ttl_s = ttl_s
+        self._cached: tuple[float, Guideline | None] | None = None
+
+    def invalidate(self) -> None:
+        self._cached = None
+
+    async def active(self, database: str) -> Guideline:
+        now = time.monotonic()
+        if self._cached is None or now - self._cached[0] > self.ttl_s:
+            try:
+                version = await guidelines.active(self.store.pool)
+                stored = Guideline(version_label(version.version), version.text) if version else None
+                self._cached = (now, stored)
+            except Exception as exc:  # noqa: BLE001 - a question must not fail because the store blinked
+                log.warning("guideline_store_unavailable", error=repr(exc))
+                if self._cached is None:
+                    return await self.fallback.active(database)
+        stored = self._cached[1]
+        return stored if stored is not None else await self.fallback.active(database)
+
+
+class StoreExamples:
+    async def similar(self, database: str, question: str, k: int) -> list[Example]:
+        try:
+            found = await examples.similar(self.store.pool, database, question, k)
+        except Exception as exc:  # noqa: BLE001 - examples help; their absence must not fail a question
+            log.warning("examples_store_unavailable", error=repr(exc))
+            return []
+        return [Example(e.question, e.sql) for e in found]
+
+    async def exact(self, database: str, question: str) -> Example | None:
+        """A verified pair for the very same question (see ``store.exact_match_answers``)."""
+        try:
+            found = await examples.exact(self.store.pool, database, question)
+        except Exception as exc:  # noqa: BLE001 - fall back to asking the LLM
+            log.warning("examples_store_unavailable", error=repr(exc))
+            return None
+        return Example(found.question, found.sql) if found else None
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+
+class StoreCorrections:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def record(self, correction: Correction) -> None:
+        await corrections.add(
+            self.store.pool, database=correction.database, question=correction.question,
+            evidence=correction.evidence or "", incorrect_sql=correction.incorrect_sql,
+            corrected_sql=correction.corrected_sql,
+            source=correction.source if correction.source in {"reflection", "user", "dba"} else "reflection",  # type: ignore[arg-type]
+            verified=correction.source in VERIFIED_SOURCES, request_id=correction.request_id,
+        )

@@ -1,0 +1,22 @@
+"""Fixtures for the MAGIC tests: one scripted LLM server per session, reset per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from gateway.testing.scripted_llm import ScriptedLLM
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    llm_server.reset()
+    yield llm_server
+    llm_server.reset()
