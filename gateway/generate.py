@@ -88,6 +88,8 @@ def _bare_sql(text: str) -> str | None:
 
 def strip_trailing_semicolons(sql: str) -> str:
     """Drop ``;`` at the end when nothing but other ``;`` follows the only statement."""
+    if not sql.rstrip().endswith(";"):
+        return sql  # nothing to strip: skip the tokenizer
     try:
         tokens = sqlglot.tokenize(sql, read="postgres")
     except TokenError:

@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from gateway import __version__, safety
 from gateway.api import problems, routes_ask, routes_feedback, routes_guidelines, routes_health, routes_sql
 from gateway.api.middleware import GatewayMiddleware
 from gateway.api.models import Problem
+from gateway.auth import Authenticator, check_exposure
+from gateway.auth.access import authorize
 from gateway.execute import Targets
 from gateway.llm import open_llm
 from gateway.magic.lifespan import open_feedback_store
@@ -39,6 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        check_exposure(settings)  # without API keys only loopback; with them a store to keep them in
         async with AsyncExitStack() as stack:
             # Parsers build caches on first use; pay that at start-up, not on the first client's request.
             safety.check("WITH w AS (SELECT 1 AS x) SELECT count(*) FROM w JOIN w v ON v.x = w.x")
@@ -47,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             state = GatewayState(settings=settings, targets=targets)
             app.state.gateway = state
             state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
+            state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
             state.llm = await stack.enter_async_context(open_llm(settings.llm))  # None: /v1/ask answers llm_not_configured
             await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
             log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
@@ -59,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         responses={"default": {"description": "Problem", "model": Problem}},
+        dependencies=[Depends(authorize)],  # every route: its role from gateway.auth.access (deny by default)
     )
     problems.install(app)
     app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes)

@@ -1,0 +1,221 @@
+"""``POST /v1/ask``: the gateway's own time per attempt, and whether concurrent questions serialize.
+
+    python bench/ask.py [--questions 300] [--concurrent 200] [--llm-delay 1.0] [--rounds 3]
+
+Starts an embedded PostgreSQL in a temporary directory with the demo database, a scripted
+OpenAI-compatible LLM on loopback, and the app in-process (its real lifespan; the LLM is reached over real
+HTTP through the openai SDK).
+
+1. Zero-latency LLM. Questions alternate between one that passes at once (one attempt) and one whose
+   first SQL fails and is fixed by a reflection (two attempts). Per attempt, the gateway's own time is
+   ``total_ms - llm_ms - db_ms - acquire_ms`` from the attempt's timings: prompt building, SQL extraction,
+   the safety check, validation and bookkeeping. In the same run, interleaved, each question's final SQL
+   also goes through ``POST /v1/sql`` (the floor without any LLM or context work).
+2. Slow LLM (``--llm-delay`` seconds per call). Rounds interleave (a) N concurrent chat completions straight
+   through the openai SDK (the floor: what the LLM server and the client stack cost at that concurrency)
+   and (b) N concurrent one-attempt questions through ``POST /v1/ask``. If nothing serializes, (b) takes
+   about one LLM delay.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import multiprocessing
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+import httpx
+import openai
+
+from gateway import prompts
+from gateway.api.app import create_app
+from gateway.demo.embedded import EmbeddedPostgres
+from gateway.demo.generator import ensure_demo_database
+from gateway.observability.logging import configure_logging
+from gateway.settings import AskPolicy, DatabaseSettings, LLMSettings, Settings
+from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
+
+PASSING = ("How many orders were not cancelled?", "SELECT count(*) AS orders FROM orders WHERE status <> 'cancelled'")
+FIXED = ("What is the revenue per region?",
+         "SELECT r.name AS region, sum(o.total_amount) AS revenue FROM orders o JOIN customers c ON "
+         "c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id WHERE o.status <> "
+         "'cancelled' GROUP BY r.name ORDER BY revenue DESC")
+BROKEN = FIXED[1].replace("r.region_id = c.region_id", "r.id = c.region_id")  # fails: no column r.id
+
+
+def _answer(delay_s: float):  # type: ignore[no-untyped-def]
+    def answer(request: LLMRequest) -> Reply:
+        user = request.last_user
+        if request.system == prompts.REFLECT_SYSTEM:
+            text = FIXED[1]
+        elif PASSING[0] in user:
+            text = PASSING[1]
+        else:
+            text = BROKEN
+        return Reply(f"<sql>{text}</sql>", delay_s=delay_s)
+
+    return answer
+
+
+def _serve_llm(delay_s: float, conn: "multiprocessing.connection.Connection") -> None:
+    llm = ScriptedLLM().start()
+    llm.add(_answer(delay_s))
+    conn.send(llm.base_url)
+    conn.recv()  # until told to stop
+    llm.stop()
+
+
+@contextmanager
+def scripted_llm(delay_s: float) -> Iterator[str]:
+    """A scripted LLM in its own process (it must not compete with the gateway for the GIL)."""
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    process = ctx.Process(target=_serve_llm, args=(delay_s, child), daemon=True)
+    process.start()
+    try:
+        yield parent.recv()
+    finally:
+        parent.send("stop")
+        process.join(timeout=10)
+
+
+def _stats(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def _settings(dsn: str, llm_url: str, tmp: Path) -> Settings:
+    (tmp / "rules").mkdir(exist_ok=True)
+    (tmp / "guidelines").mkdir(exist_ok=True)
+    (tmp / "guidelines" / "default.md").write_text("1. Check every literal against the stored values.\n")
+    return Settings(
+        databases={"demo": DatabaseSettings(dsn=dsn, pool_max_size=10, ask=AskPolicy(time_budget_s=60))},
+        llm=LLMSettings(base_url=llm_url, model="scripted", timeout_s=30, max_retries=0, max_concurrency=512),
+        rules_dir=tmp / "rules", guidelines_dir=tmp / "guidelines",
+    )
+
+
+async def _attempt_overhead(http: httpx.AsyncClient, questions: int) -> None:
+    own: list[float] = []
+    check: list[float] = []
+    ask_wall: list[float] = []
+    sql_wall: list[float] = []
+    attempts_seen = 0
+    for i in range(questions):
+        question, final_sql = PASSING if i % 2 == 0 else FIXED
+        t0 = time.perf_counter()
+        response = await http.post("/v1/ask", json={"question": question, "database": "demo"})
+        t1 = time.perf_counter()
+        answer = response.json()
+        assert response.status_code == 200 and answer["status"] == "ok", answer
+        t2 = time.perf_counter()
+        floor = await http.post("/v1/sql", json={"database": "demo", "sql": final_sql})
+        t3 = time.perf_counter()
+        assert floor.status_code == 200
+        if i < 10:
+            continue  # warm-up: schema cache, prepared statements, pools
+        ask_wall.append((t1 - t0) * 1e3)
+        sql_wall.append((t3 - t2) * 1e3)
+        for attempt in answer["attempts"]:
+            t = attempt["timings"]
+            own.append(t["total_ms"] - t["llm_ms"] - t["db_ms"] - t.get("acquire_ms", 0.0))
+            check.append(t["check_ms"])
+            attempts_seen += 1
+    rows = [("attempt: gateway's own time (total - llm - db)", own),
+            ("attempt: of which the safety check", check),
+            ("question: POST /v1/ask wall (1 or 2 attempts)", ask_wall),
+            ("floor: POST /v1/sql wall, same final SQL", sql_wall)]
+    print(f"\n1. zero-latency LLM: {len(ask_wall)} questions, {attempts_seen} attempts (times in ms)")
+    print(f"{'what':<50} {'median':>8} {'p99':>8}")
+    print("-" * 68)
+    for name, samples in rows:
+        med, p99 = _stats(samples)
+        print(f"{name:<50} {med:>8.3f} {p99:>8.3f}")
+    print(f"{'ratio: ask wall / sql wall (medians)':<50} {_stats(ask_wall)[0] / _stats(sql_wall)[0]:>8.2f}")
+
+
+async def _concurrency(http: httpx.AsyncClient, llm_url: str, n: int, delay: float, rounds: int) -> None:
+    direct = openai.AsyncOpenAI(base_url=llm_url, api_key="not-needed", max_retries=0, timeout=60)
+    message = [{"role": "user", "content": PASSING[0]}]
+
+    async def floor() -> float:
+        t0 = time.perf_counter()
+        await asyncio.gather(*(direct.chat.completions.create(model="scripted", messages=message)  # type: ignore[arg-type]
+                               for _ in range(n)))
+        return time.perf_counter() - t0
+
+    async def questions() -> float:
+        t0 = time.perf_counter()
+        responses = await asyncio.gather(*(http.post("/v1/ask", json={"question": PASSING[0], "database": "demo"})
+                                           for _ in range(n)))
+        wall = time.perf_counter() - t0
+        bad = [r.text for r in responses if r.status_code != 200 or r.json()["status"] != "ok"]
+        assert not bad, bad[:3]
+        return wall
+
+    floors: list[float] = []
+    walls: list[float] = []
+    for _ in range(rounds):
+        floors.append(await floor())
+        walls.append(await questions())
+    await direct.close()
+    f, w = statistics.median(floors), statistics.median(walls)
+    print(f"\n2. {n} concurrent questions, LLM takes {delay:.2f} s per call, {rounds} interleaved rounds (seconds)")
+    print(f"{'what':<50} {'median':>8} {'max':>8}")
+    print("-" * 68)
+    print(f"{'floor: ' + str(n) + ' concurrent direct LLM calls (SDK)':<50} {f:>8.3f} {max(floors):>8.3f}")
+    print(f"{'POST /v1/ask x ' + str(n) + ' concurrent, wall':<50} {w:>8.3f} {max(walls):>8.3f}")
+    print(f"{'ratio: ask wall / LLM delay':<50} {w / delay:>8.2f}")
+    print(f"{'ratio: ask wall / floor':<50} {w / f:>8.2f}")
+    print(f"{'serialized would take':<50} {n * delay:>8.1f}")
+
+
+@asynccontextmanager
+async def _client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=120) as http:
+            yield http
+
+
+async def _main(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="nl2sql-bench-", dir="/tmp" if os.path.isdir("/tmp") else None))
+    server = EmbeddedPostgres(tmp / "pg", durable=False)
+    try:
+        server.start()
+        dsn = await ensure_demo_database(server.admin_dsn)
+        with scripted_llm(0.0) as llm_url:
+            async with _client(_settings(dsn, llm_url, tmp)) as http:
+                await _attempt_overhead(http, args.questions)
+        with scripted_llm(args.llm_delay) as llm_url:
+            async with _client(_settings(dsn, llm_url, tmp)) as http:
+                await _concurrency(http, llm_url, args.concurrent, args.llm_delay, args.rounds)
+    finally:
+        server.destroy()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--questions", type=int, default=300)
+    ap.add_argument("--concurrent", type=int, default=200)
+    ap.add_argument("--llm-delay", type=float, default=1.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    configure_logging("WARNING", json_logs=True)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; client, gateway and scripted LLM share them")
+    asyncio.run(_main(args))
+
+
+if __name__ == "__main__":
+    main()
