@@ -17,6 +17,7 @@ class GatewayError(Exception):
     status: ClassVar[int] = 500
     title: ClassVar[str] = "Internal error"
     retry_after: ClassVar[int | None] = None
+    headers: ClassVar[dict[str, str]] = {}  # sent with the problem response (e.g. WWW-Authenticate)
 
     def __init__(self, detail: str, **extra: Any) -> None:
         super().__init__(detail)
@@ -38,6 +39,7 @@ class InvalidRequest(GatewayError):
 
 class Unauthorized(GatewayError):
     code, status, title = "unauthorized", 401, "Missing or invalid API key"
+    headers = {"WWW-Authenticate": 'Bearer realm="nl2sql-gateway"'}  # RFC 6750: say which scheme to use
 
 
 class Forbidden(GatewayError):

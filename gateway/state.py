@@ -18,6 +18,7 @@ from gateway.safety import Policy
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
+    from gateway.auth import Authenticator
     from gateway.llm import LLMClient
     from gateway.store import Store
 
@@ -37,6 +38,8 @@ class GatewayState:
     schemas: SchemaCache = None  # type: ignore[assignment]  # set in __post_init__ from settings
     # The feedback store (audit, feedback, examples, guideline versions); None without store.dsn.
     store: Store | None = None
+    # Access control: API keys checked against the store (or everyone is admin, with auth off on loopback).
+    auth: Authenticator | None = None
     # Later capabilities (LLM client, rules, store ...) hang their resources here by name.
     extras: dict[str, Any] = field(default_factory=dict)
 

@@ -35,7 +35,8 @@ def problem_response(error: errors.GatewayError, request_id: str | None = None) 
         body["request_id"] = request_id
     body.update({k: v for k, v in error.extra.items() if k not in body})
     # X-Request-ID is added by the middleware to every response, problems included.
-    headers = {"Retry-After": str(error.retry_after)} if error.retry_after else None
+    headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+    headers.update(error.headers)
     return Response(json.dumps(body, default=str), status_code=error.status, media_type=PROBLEM_JSON, headers=headers)
 
 

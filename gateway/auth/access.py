@@ -1,0 +1,61 @@
+"""Which role each route needs, and the FastAPI dependency that enforces it on every route.
+
+Deny by default: a route that is neither public nor listed in :data:`ROUTE_ROLES` needs ``admin``, so a new
+endpoint is closed until someone decides who may call it. Databases named in a request body are checked by
+the route itself with :meth:`Principal.check_database` (the dependency cannot see a parsed body).
+"""
+
+from __future__ import annotations
+
+import structlog
+from fastapi import Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from gateway import errors
+from gateway.auth.keys import Principal, Role
+
+# Probes and Prometheus must work without a key; keep /metrics off the public network (see docs).
+PUBLIC_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
+
+# Path templates as routes declare them; a prefix entry ends with "*".
+ROUTE_ROLES: dict[str, Role] = {
+    "/v1/ask": Role.CLIENT,
+    "/v1/sql": Role.CLIENT,
+    "/v1/check": Role.CLIENT,
+    "/v1/feedback": Role.CLIENT,
+    "/v1/databases": Role.CLIENT,
+    "/v1/databases/{name}/schema": Role.DBA,
+    "/v1/guidelines*": Role.DBA,
+}
+
+# Documents the scheme in OpenAPI; the header itself is parsed by the authenticator, for precise messages.
+_bearer = HTTPBearer(auto_error=False, scheme_name="ApiKey",
+                     description="An API key from `nl2sql-gateway keys create`: `Authorization: Bearer nl2sql_...`")
+
+
+def required_role(path: str) -> Role | None:
+    """The least role a route needs; None for public routes."""
+    if path in PUBLIC_ROUTES:
+        return None
+    if path in ROUTE_ROLES:
+        return ROUTE_ROLES[path]
+    for pattern, role in ROUTE_ROLES.items():
+        if pattern.endswith("*") and path.startswith(pattern[:-1]):
+            return role
+    return Role.ADMIN
+
+
+async def authorize(request: Request, _: HTTPAuthorizationCredentials | None = Security(_bearer)) -> Principal:
+    """Authenticate the caller and check the route's role; the principal is reused by routes that ask."""
+    route = request.scope.get("route")
+    role = required_role(getattr(route, "path", request.url.path))
+    if role is None:
+        return Principal(name="public", role=Role.CLIENT, databases=frozenset())
+    authenticator = request.app.state.gateway.auth
+    if authenticator is None:  # the lifespan always sets it; failing closed beats serving unauthenticated
+        raise errors.GatewayError("access control is not initialised")
+    principal: Principal = await authenticator.authenticate(request.headers.get("authorization"))
+    principal.check_role(role)
+    request.state.principal = principal  # for per-key limits downstream
+    structlog.contextvars.bind_contextvars(api_key=principal.key_id)  # the request's log line names the key
+    return principal
