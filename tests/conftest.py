@@ -30,6 +30,11 @@ import pytest
 from gateway.demo.embedded import EmbeddedPostgres, StopMode
 from gateway.demo.generator import derive_dsn, ensure_demo_database
 
+# Apps under test run in-process or on 127.0.0.1, so access control is off unless a test turns it on
+# (tests/auth builds its settings with AuthSettings(enabled=True)); production's default stays on.
+# Subprocesses (serve, CLI) inherit it through the environment.
+os.environ.setdefault("NL2SQL_AUTH__ENABLED", "false")
+
 # A name of its own, so that an external server's own "demo" database is never replaced.
 TEST_DEMO_DATABASE = "nl2sql_test_demo"
 SERVER_PREFIX = "nl2sqlpg-"
