@@ -90,3 +90,19 @@ async def test_llm_judge_can_send_a_result_back(demo_dsn: str, llm: ScriptedLLM,
     assert first["findings"][0]["message"] == "cancelled orders were counted"
     assert second["passed"] and answer["status"] == "ok"
     assert sum(is_judge(r) for r in llm.requests) == 2
+
+
+async def test_model_per_database_and_documented_problems(demo_dsn: str, llm: ScriptedLLM,
+                                                          dirs: dict[str, Path]) -> None:
+    script(llm, sql("SELECT count(*) AS n FROM regions"))
+    settings = ask_settings(demo_dsn, dirs, llm.base_url, model="sales-sql-model", temperature=0.3)
+    async with gateway(settings) as (http, _):
+        answer = (await post_ask(http, "How many regions are there?")).json()
+        spec = (await http.get("/openapi.json")).json()
+    assert answer["status"] == "ok"
+    assert llm.requests[0].body["model"] == "sales-sql-model" and llm.requests[0].body["temperature"] == 0.3
+    responses = spec["paths"]["/v1/ask"]["post"]["responses"]
+    documented = " ".join(r.get("description", "") for r in responses.values())
+    for code in ("llm_not_configured", "llm_unavailable", "llm_bad_output", "deadline_exceeded", "unknown_database"):
+        assert f"`{code}`" in documented
+    assert "text/event-stream" in responses["200"]["content"]
