@@ -5,8 +5,10 @@ Every call names its *purpose* (generate, reflect, judge, magic_*), which labels
 
 The SDK's own retries are switched off: this module retries 429, 5xx, connection errors and timeouts
 itself, with exponential backoff, so that the whole call, retries included, ends before the request's
-deadline. A semaphore bounds the calls in flight (``llm.max_concurrency``); waiting for it counts against
-the deadline too.
+deadline (the caller's and the HTTP request's, whichever comes first: see :mod:`gateway.deadline`). A
+semaphore bounds the calls in flight (``llm.max_concurrency``); waiting for it counts against the deadline
+too, and at most ``llm.max_queued`` calls wait (more answer ``overloaded`` at once). A circuit breaker
+(:mod:`gateway.breaker`) stops calling an endpoint that failed ``llm.breaker_failures`` calls in a row.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from dataclasses import dataclass
 
 import openai
 
+from gateway import deadline as request_deadline
 from gateway import errors
+from gateway.backpressure import WaitBound
+from gateway.breaker import Breaker
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.settings import LLMSettings
@@ -47,7 +52,8 @@ class LLMClient:
     def __init__(self, settings: LLMSettings, client: openai.AsyncOpenAI) -> None:
         self.settings = settings
         self.client = client
-        self._slots = asyncio.Semaphore(settings.max_concurrency)
+        self._slots = WaitBound(settings.max_concurrency, settings.max_queued, "llm", "llm.max_queued")
+        self.breaker = Breaker(settings.breaker_failures, settings.breaker_open_s)
 
     async def complete(
         self,
@@ -62,18 +68,30 @@ class LLMClient:
 
         Raises :class:`errors.LLMUnavailable` (endpoint down, 5xx, 429 or timeouts after the retries),
         :class:`errors.DeadlineExceeded` (the request's time budget ran out first) or
-        :class:`errors.LLMBadOutput` (a 200 answer without a message).
+        :class:`errors.LLMBadOutput` (a 200 answer without a message); :class:`errors.Overloaded` when
+        ``llm.max_queued`` calls already wait for a slot.
         """
         started = time.monotonic()
         temperature = self.settings.temperature if temperature is None else temperature
+        deadline = request_deadline.earliest(deadline)
         attempt = 0
+        outcome = "breaker_open"
+        try:
+            self.breaker.allow()
+        except errors.LLMUnavailable:
+            metrics.LLM_CALLS.labels(purpose, outcome).inc()
+            raise
         outcome = "error"
         try:
             while True:
-                timeout = self._timeout(deadline)
+                try:
+                    timeout = self._timeout(deadline)
+                except errors.DeadlineExceeded:
+                    outcome = "deadline"
+                    raise
                 try:
                     async with asyncio.timeout(timeout):
-                        async with self._slots:
+                        async with self._slots.slot():
                             response = await self.client.chat.completions.create(
                                 model=model, messages=messages,  # type: ignore[arg-type]
                                 temperature=temperature, timeout=timeout,
@@ -88,8 +106,12 @@ class LLMClient:
                     outcome = _outcome(exc)
                     attempt += 1
                     pause = _backoff(attempt, exc)
-                    if attempt > self.settings.max_retries or not _time_left(deadline, pause + MIN_CALL_S):
-                        raise _give_up(exc, attempt, cut_short=timeout < self.settings.timeout_s) from exc
+                    if attempt > self.settings.max_retries or not _time_left(deadline, pause + MIN_CALL_S) \
+                            or self.breaker.is_open:  # other calls found the endpoint down meanwhile
+                        error = _give_up(exc, attempt, cut_short=timeout < self.settings.timeout_s)
+                        if isinstance(error, errors.DeadlineExceeded):
+                            outcome = "deadline"
+                        raise error from exc
                     log.info("llm_retry", purpose=purpose, attempt=attempt, error=type(exc).__name__,
                              pause_s=round(pause, 3))
                     await asyncio.sleep(pause)
@@ -105,9 +127,21 @@ class LLMClient:
                 except errors.LLMBadOutput:
                     outcome = "bad_output"
                     raise
+                except errors.Overloaded:
+                    outcome = "overloaded"
+                    raise
         finally:
+            self._settle_breaker(outcome)
             metrics.LLM_CALLS.labels(purpose, outcome).inc()
             metrics.LLM_SECONDS.labels(purpose).observe(time.monotonic() - started)
+
+    def _settle_breaker(self, outcome: str) -> None:
+        if outcome == "ok":
+            self.breaker.succeeded()
+        elif outcome in {"timeout", "rate_limited", "unreachable", "server_error", "rejected", "bad_output"}:
+            self.breaker.failed()
+        else:  # the deadline, backpressure or a cancelled request: nothing learnt about the endpoint
+            self.breaker.release()
 
     def _timeout(self, deadline: float | None) -> float:
         if deadline is None:

@@ -168,6 +168,35 @@ class MagicSettings(BaseModel):
                                    "evaluation (the most recent ones).")
 
 
+class RateLimit(BaseModel):
+    """A token bucket: ``rate_per_s`` requests per second sustained, ``burst`` at once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rate_per_s: float = Field(ge=0, description="Sustained requests per second (0: unlimited).")
+    burst: int = Field(default=20, ge=1, description="Requests allowed at once above the sustained rate.")
+
+
+class BackpressureSettings(BaseModel):
+    """Limits that shed load early (fast 429/503 with Retry-After) instead of queueing without bound.
+
+    Rate limits are kept in memory per replica: with N replicas behind a load balancer a key may send up to
+    N times its rate in total.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_in_flight: int = Field(default=256, ge=1, description="Requests served at once by one replica "
+                               "(health and metrics excluded); more answer 503 overloaded at once.")
+    rate_per_s: float = Field(default=0.0, ge=0, description="Requests per second per API key (per client "
+                              "address when auth is off), sustained; 0 turns rate limiting off.")
+    burst: int = Field(default=20, ge=1, description="Requests per key allowed at once above rate_per_s.")
+    roles: dict[str, RateLimit] = Field(default_factory=dict, description="Rate limits per API key role "
+                                        "(client, dba, admin), replacing rate_per_s and burst for that role.")
+    max_tracked_clients: int = Field(default=10_000, ge=1, description="Most rate-limit buckets kept in "
+                                     "memory; the least recently seen key's bucket is dropped beyond it.")
+
+
 class LLMSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -178,6 +207,12 @@ class LLMSettings(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one LLM call.")
     max_retries: int = Field(default=2, ge=0, le=10, description="Retries on 429, 5xx and timeouts, with backoff.")
     max_concurrency: int = Field(default=64, ge=1, description="Most LLM calls in flight at once.")
+    max_queued: int = Field(default=256, ge=0, description="Most calls waiting for one of the max_concurrency "
+                            "slots; beyond it a question answers 503 overloaded at once instead of queueing.")
+    breaker_failures: int = Field(default=5, ge=1, description="Consecutive failed LLM calls (after their "
+                                  "retries) that open the circuit breaker.")
+    breaker_open_s: float = Field(default=30.0, gt=0, description="Seconds an open breaker answers "
+                                  "llm_unavailable without calling the endpoint; then one probe call decides.")
 
 
 class ContextSettings(BaseModel):
@@ -237,6 +272,7 @@ class Settings(BaseSettings):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    backpressure: BackpressureSettings = Field(default_factory=BackpressureSettings)
     rules_dir: Path = Field(default=Path("rules"), description="Folder of DBA rule files, one per database.")
     guidelines_dir: Path = Field(default=Path("guidelines"), description="Folder of guideline Markdown files.")
 

@@ -19,6 +19,7 @@ from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from gateway.auth import Authenticator
+    from gateway.backpressure import RateLimits
     from gateway.llm import LLMClient
     from gateway.store import Store
 
@@ -40,6 +41,8 @@ class GatewayState:
     store: Store | None = None
     # Access control: API keys checked against the store (or everyone is admin, with auth off on loopback).
     auth: Authenticator | None = None
+    # Per-key (or per-address) token buckets, in memory per replica; see gateway.backpressure.
+    rate_limits: RateLimits | None = None
     # Later capabilities (LLM client, rules, store ...) hang their resources here by name.
     extras: dict[str, Any] = field(default_factory=dict)
 

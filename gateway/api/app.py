@@ -13,10 +13,12 @@ from fastapi import Depends, FastAPI
 
 from gateway import __version__, safety
 from gateway.api import problems, routes_ask, routes_feedback, routes_guidelines, routes_health, routes_sql
+from gateway.api.limits import rate_limit
 from gateway.api.middleware import GatewayMiddleware
 from gateway.api.models import Problem
 from gateway.auth import Authenticator, check_exposure
 from gateway.auth.access import authorize
+from gateway.backpressure import RateLimits
 from gateway.execute import Targets
 from gateway.llm import open_llm
 from gateway.magic.lifespan import open_feedback_store
@@ -51,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.gateway = state
             state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
             state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
+            state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
             state.llm = await stack.enter_async_context(open_llm(settings.llm))  # None: /v1/ask answers llm_not_configured
             await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
             log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
@@ -63,10 +66,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         responses={"default": {"description": "Problem", "model": Problem}},
-        dependencies=[Depends(authorize)],  # every route: its role from gateway.auth.access (deny by default)
+        # every route: its role from gateway.auth.access (deny by default), then the key's rate limit
+        dependencies=[Depends(authorize), Depends(rate_limit)],
     )
     problems.install(app)
-    app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes)
+    app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes,
+                       max_in_flight=settings.backpressure.max_in_flight,
+                       request_timeout_s=settings.server.request_timeout_s)
     app.include_router(routes_sql.router)
     app.include_router(routes_ask.router)
     app.include_router(routes_feedback.router)

@@ -1,22 +1,27 @@
-"""Pure ASGI middleware (no BaseHTTPMiddleware: it costs a task per request): request id, body size
-limit, request metrics and one access log line per request."""
+"""Pure ASGI middleware (no BaseHTTPMiddleware: it costs a task per request): request id, the bound on
+requests in flight (fast 503 ``overloaded``), the request's deadline, body size limit, request metrics and
+one access log line per request."""
 
 from __future__ import annotations
 
 import re
 import time
 import uuid
+from collections.abc import Callable
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway import errors
+from gateway import deadline, errors
 from gateway.api.problems import problem_response
+from gateway.backpressure import InFlight
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 
 log = get_logger("gateway.access")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a client's id is echoed in logs: keep it tame
+# Probes and scrapes must answer even when the gateway sheds load: they are neither bounded nor timed.
+UNBOUNDED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 class _BodyTooLarge(Exception):
@@ -24,9 +29,12 @@ class _BodyTooLarge(Exception):
 
 
 class GatewayMiddleware:
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int, max_in_flight: int = 1_000_000,
+                 request_timeout_s: float | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.in_flight = InFlight(max_in_flight)
+        self.request_timeout_s = request_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -51,11 +59,33 @@ class GatewayMiddleware:
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
 
+        if scope["path"] in UNBOUNDED_PATHS:
+            try:
+                await self.app(scope, receive, send_wrapper)
+            finally:
+                _observe(scope, status, started)
+            return
+        if not self.in_flight.enter():
+            # Shed before reading the body or touching any pool: an overloaded replica answers in microseconds.
+            response = problem_response(self.in_flight.overloaded(), request_id)
+            await response(scope, receive, send_wrapper)
+            _observe(scope, status, started)
+            return
+        token = deadline.start(self.request_timeout_s) if self.request_timeout_s else None
+        try:
+            await self._bounded(scope, receive, send_wrapper, headers, request_id, lambda: response_started)
+        finally:
+            if token is not None:
+                deadline.reset(token)
+            self.in_flight.leave()
+            _observe(scope, status, started)
+
+    async def _bounded(self, scope: Scope, receive: Receive, send_wrapper: Send, headers: dict[bytes, bytes],
+                       request_id: str, response_started: Callable[[], bool]) -> None:
         if scope["method"] in {"POST", "PUT", "PATCH"} and not _is_json(headers.get(b"content-type")):
             response = problem_response(errors.UnsupportedMediaType(
                 "send the request body as JSON with Content-Type: application/json"), request_id)
             await response(scope, receive, send_wrapper)
-            _observe(scope, status, started)
             return
         declared = headers.get(b"content-length")
         limit = self.max_body_bytes
@@ -75,14 +105,12 @@ class GatewayMiddleware:
 
             await self.app(scope, receive_limited, send_wrapper)
         except _BodyTooLarge:
-            if response_started:
+            if response_started():
                 raise
             response = problem_response(
                 errors.PayloadTooLarge(f"request body exceeds {limit} bytes (server.max_body_bytes)"), request_id
             )
             await response(scope, receive, send_wrapper)
-        finally:
-            _observe(scope, status, started)
 
 
 def _is_json(content_type: bytes | None) -> bool:

@@ -50,6 +50,9 @@ async def create_pool(settings: DatabaseSettings) -> asyncpg.Pool:
     kwargs = dict(
         dsn=settings.dsn, password=password, max_size=settings.pool_max_size, init=_init_connection,
         reset=_reset_connection, command_timeout=None, max_inactive_connection_lifetime=300,
+        # asyncpg's connect timeout defaults to 60 s: a database behind a network cut would hold each new
+        # connection that long; no request waits longer than acquire_timeout_s for one anyway.
+        timeout=settings.limits.acquire_timeout_s,
     )
     try:
         return await asyncpg.create_pool(min_size=settings.pool_min_size, **kwargs)

@@ -13,6 +13,7 @@ from typing import Any
 
 import asyncpg
 
+from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.execute import values
 from gateway.execute.pool import Target
@@ -49,11 +50,38 @@ class QueryResult:
         return len(self.rows)
 
 
-def _begin_sql(target: Target, role: str | None) -> str:
+# How long past the deadline the client waits for a server that stopped answering (a network cut), on top
+# of the statement_timeout that ends a slow query on the server.
+NET_GRACE_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    """What one attempt may spend: the database's limits, capped by the request's deadline."""
+
+    acquire_s: float
+    statement_ms: int
+    by_deadline: bool  # the deadline, not the limit, set statement_ms: a timeout then means deadline_exceeded
+    client_s: float | None  # the client-side guard against a server that stopped answering (network cut)
+
+    @classmethod
+    def of(cls, target: Target) -> "_Budget":
+        limits = target.settings.limits
+        acquire_s = request_deadline.cap(limits.acquire_timeout_s, "a database connection")
+        left = request_deadline.remaining()
+        statement_ms = limits.statement_timeout_ms
+        by_deadline = left is not None and left * 1000 < statement_ms
+        if by_deadline:
+            statement_ms = max(1, int(left * 1000))  # type: ignore[operator]
+        client_s = None if left is None else left + NET_GRACE_S
+        return cls(acquire_s, statement_ms, by_deadline, client_s)
+
+
+def _begin_sql(target: Target, role: str | None, statement_timeout_ms: int | None = None) -> str:
     limits = target.settings.limits
     parts = [
         "BEGIN TRANSACTION READ ONLY",
-        f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}",
+        f"SET LOCAL statement_timeout = {int(statement_timeout_ms or limits.statement_timeout_ms)}",
         f"SET LOCAL lock_timeout = {int(limits.lock_timeout_ms)}",
         f"SET LOCAL idle_in_transaction_session_timeout = {int(limits.idle_in_transaction_timeout_ms)}",
         # The safety check reads string literals as Postgres does with this on (the default); pin it so a
@@ -70,17 +98,20 @@ async def run_query(target: Target, sql: str, *, max_rows: int | None = None, ro
     """Execute ``sql`` on ``target`` and return at most ``max_rows`` rows.
 
     Raises :class:`errors.QueryError` (with ``sqlstate``, ``message``, ``position``),
-    :class:`errors.StatementTimeout` or :class:`errors.DatabaseUnavailable`. A connection-level failure is
-    retried once on a fresh connection: the statement is read-only, so running it again is harmless.
+    :class:`errors.StatementTimeout`, :class:`errors.DatabaseUnavailable` or :class:`errors.DeadlineExceeded`
+    (the request's deadline, :mod:`gateway.deadline`, caps the connection wait and the statement_timeout).
+    A connection-level failure is retried once on a fresh connection: the statement is read-only, so
+    running it again is harmless.
     """
     cap = min(max_rows or target.settings.limits.max_rows, target.settings.limits.max_rows)
     try:
-        return await _run_once(target, sql, cap, role)
+        return await _run_guarded(target, sql, cap, role)
     except UNAVAILABLE:
-        pass
+        _raise_if_deadline_spent(target)
     try:
-        return await _run_once(target, sql, cap, role)
+        return await _run_guarded(target, sql, cap, role)
     except UNAVAILABLE as exc:
+        _raise_if_deadline_spent(target)
         metrics.DB_ERRORS.labels(target.name, errors.DatabaseUnavailable.code).inc()
         raise errors.DatabaseUnavailable(
             f"database {target.name!r} is unavailable: {type(exc).__name__}: {exc}".rstrip(": "),
@@ -88,12 +119,28 @@ async def run_query(target: Target, sql: str, *, max_rows: int | None = None, ro
         ) from exc
 
 
-async def _run_once(target: Target, sql: str, cap: int, role: str | None) -> QueryResult:
+def _raise_if_deadline_spent(target: Target) -> None:
+    left = request_deadline.remaining()
+    if left is not None and left < request_deadline.MIN_LEFT_S:
+        metrics.DB_ERRORS.labels(target.name, errors.DeadlineExceeded.code).inc()
+        raise request_deadline.exceeded(f"the query on {target.name!r}")
+
+
+async def _run_guarded(target: Target, sql: str, cap: int, role: str | None) -> QueryResult:
+    budget = _Budget.of(target)
+    if budget.client_s is None:
+        return await _run_once(target, sql, cap, role, budget)
+    # statement_timeout ends a slow query on the server; this ends the wait for a server that is gone.
+    async with asyncio.timeout(budget.client_s):
+        return await _run_once(target, sql, cap, role, budget)
+
+
+async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget: _Budget) -> QueryResult:
     started = time.perf_counter()
-    async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
+    async with target.pool.acquire(timeout=budget.acquire_s) as conn:
         acquired = time.perf_counter()
         try:
-            await conn.execute(_begin_sql(target, role))
+            await conn.execute(_begin_sql(target, role, budget.statement_ms))
             stmt = await _prepare(conn, sql)
             attributes = stmt.get_attributes()
             cursor = await stmt.cursor()
@@ -102,7 +149,7 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None) -> Que
             if isinstance(exc, UNAVAILABLE):
                 raise
             await _rollback_quietly(conn)
-            raise _query_error(target.name, exc) from exc
+            raise _query_error(target.name, exc, by_deadline=budget.by_deadline) from exc
         except asyncpg.InterfaceError as exc:
             if isinstance(exc, UNAVAILABLE) or conn.is_closed():
                 raise errors.DatabaseUnavailable(f"database {target.name!r}: {exc}", database=target.name) from exc
@@ -173,7 +220,7 @@ def _to_rows(records: list[asyncpg.Record], columns: list[Column]) -> list[list[
     return [[conv(r[i]) if conv else r[i] for i, conv in plan] for r in records]
 
 
-def _query_error(database: str, exc: asyncpg.PostgresError) -> errors.GatewayError:
+def _query_error(database: str, exc: asyncpg.PostgresError, *, by_deadline: bool = False) -> errors.GatewayError:
     sqlstate = exc.sqlstate
     message = str(getattr(exc, "message", "") or exc)
     position = getattr(exc, "position", None)
@@ -185,7 +232,10 @@ def _query_error(database: str, exc: asyncpg.PostgresError) -> errors.GatewayErr
         "database": database,
     }
     error: errors.GatewayError
-    if sqlstate == "57014" and "statement timeout" in message:
+    if sqlstate == "57014" and "statement timeout" in message and by_deadline:
+        error = request_deadline.exceeded(f"the query on {database!r}")
+        error.extra.update(fields)
+    elif sqlstate == "57014" and "statement timeout" in message:
         error = errors.StatementTimeout(
             f"query exceeded statement_timeout on {database!r}; raise databases.{database}.limits."
             "statement_timeout_ms if this query is expected to be slow", **fields,

@@ -1,0 +1,30 @@
+"""The per-key rate limit as a FastAPI dependency, run on every route after authentication.
+
+It sits after :func:`gateway.auth.access.authorize` (FastAPI runs that once per request and hands this
+dependency the same principal): an authenticated request spends a token from its API key's bucket, with
+its role's limit (``backpressure.roles``); with auth off the bucket is the client's address. Probes and
+scrapes are never limited. The in-flight bound lives in the middleware instead, because it must refuse
+before anything else runs.
+"""
+
+from __future__ import annotations
+
+from fastapi import Depends, Request
+
+from gateway.api.middleware import UNBOUNDED_PATHS
+from gateway.auth.access import authorize
+from gateway.auth.keys import Principal
+
+
+async def rate_limit(request: Request, principal: Principal = Depends(authorize)) -> None:
+    limits = getattr(request.app.state.gateway, "rate_limits", None)
+    if limits is None or not limits.enabled:
+        return
+    route = request.scope.get("route")
+    if getattr(route, "path", request.url.path) in UNBOUNDED_PATHS:
+        return
+    if principal.key_id is not None:
+        limits.check("key:" + principal.key_id, principal.role.value)
+    else:
+        client = request.client
+        limits.check("addr:" + (client.host if client else "unknown"))

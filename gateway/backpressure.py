@@ -1,0 +1,153 @@
+"""Backpressure: shed load early with a fast 429 or 503 instead of queueing without bound.
+
+- :class:`RateLimiter`: a token bucket per API key (per client address when auth is off), with rates per
+  role; 429 ``too_many_requests`` with ``Retry-After`` when a bucket is empty. Buckets live in memory per
+  replica (``backpressure.max_tracked_clients`` of them at most, least recently seen dropped first).
+- :class:`InFlight`: the number of requests being served; beyond ``backpressure.max_in_flight`` a request
+  answers 503 ``overloaded`` at once (the HTTP middleware asks it first thing).
+- :class:`WaitBound`: a semaphore whose waiters are counted; beyond ``max_waiting`` a caller is refused with
+  ``overloaded`` instead of joining the queue (the LLM client's call slots).
+
+Everything here runs on the event loop's thread without awaiting between a check and its update, so plain
+integers and dicts need no locks.
+
+>>> limiter = RateLimiter(rate_per_s=1.0, burst=2, max_tracked=10)
+>>> limiter.take("k", now=0.0), limiter.take("k", now=0.0), limiter.take("k", now=0.0)
+(0.0, 0.0, 1.0)
+>>> limiter.take("k", now=1.0)
+0.0
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from gateway import errors
+from gateway.observability import metrics
+from gateway.settings import BackpressureSettings
+
+
+class RateLimiter:
+    """Token buckets by key; :meth:`take` answers how long to wait (0.0: go ahead, a token was taken)."""
+
+    def __init__(self, rate_per_s: float, burst: int, max_tracked: int) -> None:
+        self.rate = rate_per_s
+        self.burst = float(burst)
+        self.max_tracked = max_tracked
+        # key -> (tokens, instant of the last refill); ordered by last use for eviction.
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, key: str, now: float | None = None) -> float:
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets.pop(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        wait = 0.0
+        if tokens >= 1.0:
+            tokens -= 1.0
+        else:
+            wait = (1.0 - tokens) / self.rate
+        self._buckets[key] = (tokens, now)
+        if len(self._buckets) > self.max_tracked:
+            # An evicted key starts again with a full bucket: bounded memory beats exactness for a key
+            # nobody has seen for a while.
+            self._buckets.popitem(last=False)
+        return wait
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+
+class RateLimits:
+    """The gateway's rate limits: one limiter per role with its own limit, one for everyone else."""
+
+    def __init__(self, settings: BackpressureSettings) -> None:
+        self.default = RateLimiter(settings.rate_per_s, settings.burst, settings.max_tracked_clients)
+        self.by_role = {role: RateLimiter(limit.rate_per_s, limit.burst, settings.max_tracked_clients)
+                        for role, limit in settings.roles.items()}
+
+    @property
+    def enabled(self) -> bool:
+        return self.default.rate > 0 or any(limiter.rate > 0 for limiter in self.by_role.values())
+
+    def check(self, key: str, role: str | None = None) -> None:
+        """Take a token for ``key``; raises :class:`errors.TooManyRequests` with ``Retry-After``."""
+        limiter = self.by_role.get(role, self.default) if role else self.default
+        wait = limiter.take(key)
+        if wait > 0:
+            metrics.REJECTED.labels("rate_limited").inc()
+            setting = f"backpressure.roles.{role}" if role in self.by_role else "backpressure.rate_per_s"
+            error = errors.TooManyRequests(
+                f"rate limit of {limiter.rate:g} requests/s (burst {limiter.burst:g}) reached for this "
+                f"{'API key' if role else 'client'}; retry after {wait:.2f} s ({setting})",
+                retry_after_s=round(wait, 3),
+            )
+            error.retry_after = max(1, math.ceil(wait))  # type: ignore[misc]  # the header wants whole seconds
+            raise error
+
+
+class InFlight:
+    """Counts requests being served; :meth:`enter` refuses beyond the bound."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.count = 0
+
+    def enter(self) -> bool:
+        if self.count >= self.limit:
+            metrics.REJECTED.labels("in_flight").inc()
+            return False
+        self.count += 1
+        metrics.IN_FLIGHT.set(self.count)
+        return True
+
+    def leave(self) -> None:
+        self.count -= 1
+        metrics.IN_FLIGHT.set(self.count)
+
+    def overloaded(self) -> errors.Overloaded:
+        return errors.Overloaded(
+            f"{self.count} requests are being served, the most this replica takes at once "
+            "(backpressure.max_in_flight); retry shortly", in_flight=self.count, limit=self.limit,
+        )
+
+
+class WaitBound:
+    """A semaphore with at most ``max_waiting`` waiters; one more answers ``overloaded`` right away."""
+
+    def __init__(self, slots: int, max_waiting: int, what: str, setting: str) -> None:
+        self._slots = asyncio.Semaphore(slots)
+        self.max_waiting = max_waiting
+        self.waiting = 0
+        self.what = what
+        self.setting = setting
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        if self._slots.locked():
+            if self.waiting >= self.max_waiting:
+                metrics.REJECTED.labels(f"{self.what}_queue").inc()
+                raise errors.Overloaded(
+                    f"{self.waiting} {self.what} calls are already waiting for a slot ({self.setting}); "
+                    "retry shortly", waiting=self.waiting, limit=self.max_waiting,
+                )
+            self.waiting += 1
+            try:
+                await self._slots.acquire()
+            finally:
+                self.waiting -= 1
+        else:
+            await self._slots.acquire()
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+
+__all__ = ["InFlight", "RateLimiter", "RateLimits", "WaitBound"]
