@@ -45,6 +45,7 @@ class Question:
     evidence: str | None = None
     max_rows: int | None = None
     request_id: str | None = None
+    role: str | None = None  # the Postgres role of the caller's API key: every attempt runs as it
 
 
 def llm_for(state: GatewayState, target: Target) -> tuple[LLMClient, str]:
@@ -195,7 +196,7 @@ async def _check_and_run(run: _Run, sql: str, timings: dict[str, float]) -> tupl
     if not verdict.allowed:
         return [blocked(verdict.codes, [f.message for f in verdict.findings])], None  # never executed
     try:
-        result = await run_query(run.target, sql, max_rows=run.q.max_rows)
+        result = await run_query(run.target, sql, max_rows=run.q.max_rows, role=run.q.role)
     except errors.DatabaseUnavailable:
         raise  # the database, not the SQL, is at fault: no reflection can fix it
     except errors.GatewayError as exc:

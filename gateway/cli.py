@@ -61,6 +61,13 @@ def _serve(settings: Settings) -> None:
     from gateway.api.app import create_app
     from gateway.observability.logging import configure_logging
 
+    from gateway.auth import check_exposure
+
+    try:
+        check_exposure(settings)  # no listening beyond loopback without API keys
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     configure_logging(settings.logging.level, settings.logging.json_logs)
     uvicorn.run(
         create_app(settings), host=settings.server.host, port=settings.server.port,
@@ -169,6 +176,11 @@ from gateway.rules.cli import app as rules_app  # noqa: E402 - sub-apps are regi
 
 app.add_typer(rules_app, name="rules", help="Check the DBA rule files (rules/<database>.yaml) against the live "
               "schema.")
+
+from gateway.auth import cli as keys_cli  # noqa: E402
+
+keys_cli.load = _settings
+app.add_typer(keys_cli.app, name="keys")
 
 
 from gateway.magic import cli as guideline_cli  # noqa: E402

@@ -39,8 +39,12 @@ def check_sql(state: GatewayState, sql: str, database: str | None) -> safety.Ver
     return verdict
 
 
-async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows: int | None) -> SqlOutcome:
-    """Check ``sql`` and, if allowed, run it on ``database``; raises a GatewayError otherwise."""
+async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows: int | None, *,
+                         role: str | None = None) -> SqlOutcome:
+    """Check ``sql`` and, if allowed, run it on ``database``; raises a GatewayError otherwise.
+
+    ``role``: the Postgres role the caller's API key maps to, assumed for this query (``SET LOCAL ROLE``).
+    """
     started = time.perf_counter()
     target = state.target(database)
     verdict = check_sql(state, sql, database)
@@ -55,7 +59,7 @@ async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows:
             codes=verdict.codes,
         )
     try:
-        result = await run_query(target, sql, max_rows=max_rows)
+        result = await run_query(target, sql, max_rows=max_rows, role=role)
     except errors.GatewayError as exc:
         structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
                                               error=exc.code, sqlstate=exc.extra.get("sqlstate"))

@@ -14,6 +14,8 @@ from gateway import errors
 from gateway.api.deps import get_state
 from gateway.api.models import AskRequest, AskResponse
 from gateway.api.problems import openapi_responses, problem_response
+from gateway.auth import Principal
+from gateway.auth.access import authorize
 from gateway.ask import Question, ask, ask_events, corrections_of, llm_for
 from gateway.corrections import hand_over
 from gateway.feedback import audit_answer
@@ -43,13 +45,16 @@ STREAM_DOC = (
         200: {"content": {EVENT_STREAM: {"schema": {"type": "string"}}}, "description": "The answer, as JSON "
               "or as server-sent events."},
         **openapi_responses(errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge,
+                            errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable,
                             errors.UnknownDatabase, errors.LLMNotConfigured, errors.LLMUnavailable,
                             errors.LLMBadOutput, errors.DeadlineExceeded, errors.DatabaseUnavailable),
     },
 )
-async def post_ask(body: AskRequest, request: Request, state: GatewayState = Depends(get_state)) -> Response:
+async def post_ask(body: AskRequest, request: Request, state: GatewayState = Depends(get_state),
+                   principal: Principal = Depends(authorize)) -> Response:
     request_id: str | None = getattr(request.state, "request_id", None)
-    q = Question(body.database, body.question, body.evidence, body.max_rows, request_id)
+    principal.check_database(body.database)
+    q = Question(body.database, body.question, body.evidence, body.max_rows, request_id, role=principal.pg_role)
     llm_for(state, state.target(q.database))  # fail before a stream starts: a plain problem response
     if EVENT_STREAM in request.headers.get("accept", ""):
         answers: list[Answer] = []

@@ -11,6 +11,8 @@ from gateway import errors
 from gateway.api.deps import get_state
 from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, SqlRequest, SqlResponse
 from gateway.api.problems import openapi_responses
+from gateway.auth import Principal
+from gateway.auth.access import authorize
 from gateway.client_sql import check_sql, run_client_sql
 from gateway.execute.introspect import introspect
 from gateway.rules import visible_schema
@@ -19,6 +21,7 @@ from gateway.state import GatewayState
 router = APIRouter(prefix="/v1", tags=["sql"])
 
 COMMON = (errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge)
+AUTH = (errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable)  # see gateway.auth.access
 
 
 @router.post(
@@ -27,11 +30,13 @@ COMMON = (errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge)
     summary="Run a client's SQL on a named database",
     description="Checks the statement (deny by default), then runs exactly that text in a READ ONLY "
     "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor.",
-    responses=openapi_responses(*COMMON, errors.SqlTooLarge, errors.UnknownDatabase, errors.SqlBlocked,
+    responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase, errors.SqlBlocked,
                                 errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable),
 )
-async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Depends(get_state)) -> Response:
-    outcome = await run_client_sql(state, body.database, body.sql, body.max_rows)
+async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Depends(get_state),
+                   principal: Principal = Depends(authorize)) -> Response:
+    principal.check_database(body.database)
+    outcome = await run_client_sql(state, body.database, body.sql, body.max_rows, role=principal.pg_role)
     result = outcome.result
     payload = {
         "database": body.database,
@@ -53,20 +58,25 @@ async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Dep
     summary="Check a statement without running it",
     description="Returns the safety verdict; `allowed` is false with findings when the SQL would be blocked. "
     "A blocked statement is a normal 200 answer here, not an error.",
-    responses=openapi_responses(*COMMON, errors.SqlTooLarge, errors.UnknownDatabase),
+    responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase),
 )
-async def post_check(body: CheckRequest, request: Request, state: GatewayState = Depends(get_state)) -> Response:
+async def post_check(body: CheckRequest, request: Request, state: GatewayState = Depends(get_state),
+                     principal: Principal = Depends(authorize)) -> Response:
+    if body.database is not None:
+        principal.check_database(body.database)
     verdict = check_sql(state, body.sql, body.database)
     payload = {"verdict": verdict.as_dict(), "request_id": request.state.request_id}
     return Response(json.dumps(payload), media_type="application/json")
 
 
-@router.get("/databases", response_model=DatabasesResponse, summary="List the target databases")
-async def get_databases(state: GatewayState = Depends(get_state)) -> DatabasesResponse:
+@router.get("/databases", response_model=DatabasesResponse, summary="List the target databases",
+            description="Only the databases the caller's API key may use.", responses=openapi_responses(*AUTH))
+async def get_databases(state: GatewayState = Depends(get_state),
+                        principal: Principal = Depends(authorize)) -> DatabasesResponse:
     return DatabasesResponse.model_validate({"databases": [
         {"name": t.name, "description": t.settings.description, "max_rows": t.settings.limits.max_rows,
          "statement_timeout_ms": t.settings.limits.statement_timeout_ms}
-        for t in state.targets.by_name.values()
+        for t in state.targets.by_name.values() if principal.may_use(t.name)
     ]})
 
 
@@ -75,9 +85,11 @@ async def get_databases(state: GatewayState = Depends(get_state)) -> DatabasesRe
     summary="Introspected schema of a database",
     description="Tables and views the gateway's role may read, with columns, types, keys and comments. "
     "Tables and columns that the database's rules hide are left out.",
-    responses=openapi_responses(errors.UnknownDatabase, errors.DatabaseUnavailable),
+    responses=openapi_responses(*AUTH, errors.UnknownDatabase, errors.DatabaseUnavailable),
 )
-async def get_schema(name: str, state: GatewayState = Depends(get_state)) -> Response:
+async def get_schema(name: str, state: GatewayState = Depends(get_state),
+                     principal: Principal = Depends(authorize)) -> Response:
+    principal.check_database(name)
     target = state.target(name)
     schema = visible_schema(await introspect(target), state.ruleset(name))
     data = schema.as_dict()

@@ -53,6 +53,7 @@ def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
         )},
     )
     settings.server.host = "127.0.0.1"  # the demo never listens beyond loopback
+    settings.auth.enabled = False  # no API keys to hand out: allowed on loopback only (gateway.auth)
     settings.server.port = port
     settings.store.dsn = settings.store.dsn or store_dsn
     return settings
