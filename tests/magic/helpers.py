@@ -50,6 +50,7 @@ def settings_for(demo_dsn: str, store_dsn: str, llm: ScriptedLLM | None, tmp: Pa
         magic=MagicSettings(**{"schedule": False, "holdout_every": 0, "concurrency": 2, **magic}),
         guidelines_dir=guidelines,
         rules_dir=tmp / "rules",
+        auth={"enabled": False},  # these tests are about feedback and MAGIC, not access control
     )
 
 
@@ -73,11 +74,11 @@ async def add_corrections(store: Store, ks: range | list[int]) -> list[int]:
 
 
 def number_in(text: str) -> int | None:
-    """The k of the case a prompt is about (from 'customer k')."""
+    """The k of the case a prompt is about (from its last 'customer k': examples may come first)."""
     marker = "How many orders did customer "
     if marker not in text:
         return None
-    return int(text.split(marker, 1)[1].split(" ", 1)[0])
+    return int(text.rsplit(marker, 1)[1].split(" ", 1)[0])
 
 
 def role(request: LLMRequest) -> str:

@@ -1,0 +1,124 @@
+"""POST /v1/feedback against a real store and the demo database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gateway.settings import DatabaseSettings, Settings
+from gateway.state import GatewayState
+from gateway.store import audit, examples
+from tests.magic.helpers import case, gateway, settings_for
+
+
+async def answered(state: GatewayState, request_id: str, k: int = 1) -> None:
+    """An audit row as /v1/ask leaves it: case k answered with its incorrect SQL."""
+    assert state.store is not None
+    await audit.record(state.store.pool, audit.AuditEntry(
+        request_id=request_id, database="demo", question=case(k).question, status="ok",
+        final_sql=case(k).incorrect_sql, guideline_version="default"))
+
+
+async def count(state: GatewayState, table: str) -> int:
+    assert state.store is not None
+    return int(await state.store.pool.fetchval(f"SELECT count(*) FROM {table}"))
+
+
+async def post(http: httpx.AsyncClient, body: dict, client: str | None = "alice") -> httpx.Response:
+    headers = {"X-Client-Id": client} if client else {}
+    return await http.post("/v1/feedback", json=body, headers=headers)
+
+
+async def test_feedback_is_idempotent_per_request_and_client(demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:
+    async with gateway(settings_for(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
+        await answered(state, "req-1")
+        first = await post(http, {"request_id": "req-1", "verdict": "correct"})
+        again = await post(http, {"request_id": "req-1", "verdict": "correct"})
+        changed = await post(http, {"request_id": "req-1", "verdict": "incorrect"})
+        other = await post(http, {"request_id": "req-1", "verdict": "incorrect"}, client="bob")
+        anonymous = await post(http, {"request_id": "req-1", "verdict": "correct"}, client=None)
+        rows = await count(state, "feedback")
+        example = await examples.exact(state.store.pool, "demo", case(1).question)  # type: ignore[union-attr]
+        metrics = (await http.get("/metrics")).text
+    assert first.status_code == 201 and first.json()["created"] is True
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert again.json()["feedback_id"] == first.json()["feedback_id"]
+    assert changed.status_code == 409 and changed.json()["code"] == "feedback_conflict"
+    assert other.status_code == 201 and anonymous.json()["client_id"] == "anonymous"
+    assert rows == 3
+    # `correct` made the question and its final SQL a verified example.
+    assert example is not None and example.sql == case(1).incorrect_sql and first.json()["example_id"] == example.id
+    assert 'nl2sql_feedback_total{database="demo",verdict="correct"}' in metrics
+    assert 'nl2sql_feedback_accuracy_ratio{database="demo"}' in metrics
+
+
+async def test_a_corrected_sql_becomes_a_verified_correction_and_example(
+    demo_dsn: str, fresh_db: str, tmp_path: Path,
+) -> None:
+    async with gateway(settings_for(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
+        await answered(state, "req-2", k=2)
+        answer = await post(http, {"request_id": "req-2", "verdict": "incorrect",
+                                   "corrected_sql": case(2).correct_sql, "note": "count cancelled only"})
+        row = await state.store.pool.fetchrow("SELECT * FROM corrections")  # type: ignore[union-attr]
+    assert answer.status_code == 201, answer.text
+    assert row["id"] == answer.json()["correction_id"] and row["source"] == "user" and row["verified"]
+    assert (row["incorrect_sql"], row["corrected_sql"]) == (case(2).incorrect_sql, case(2).correct_sql)
+    assert row["processed_at"] is None and row["request_id"] == "req-2"
+
+
+@pytest.mark.parametrize(("sql", "code"), [
+    ("DELETE FROM orders", "write_statement"),
+    ("SELECT 1; DROP TABLE orders", None),
+    ("SELECT pg_sleep(5)", "function_blocked"),
+    ("WITH gone AS (DELETE FROM orders RETURNING *) SELECT count(*) FROM gone", None),
+    ("SELECT * FROM pg_shadow", None),
+])
+async def test_unsafe_corrected_sql_is_rejected_with_a_code_and_nothing_is_stored(
+    demo_dsn: str, fresh_db: str, tmp_path: Path, sql: str, code: str | None,
+) -> None:
+    async with gateway(settings_for(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
+        await answered(state, "req-3")
+        answer = await post(http, {"request_id": "req-3", "verdict": "incorrect", "corrected_sql": sql})
+        stored = [await count(state, t) for t in ("feedback", "corrections", "verified_examples")]
+        orders = await state.target("demo").pool.fetchval("SELECT count(*) FROM orders")
+    assert answer.status_code == 422 and answer.headers["content-type"].startswith("application/problem+json")
+    body = answer.json()
+    assert body["code"] == "correction_blocked" and body["findings"]
+    if code:
+        assert code in body["codes"]
+    assert stored == [0, 0, 0] and orders > 0
+
+
+async def test_a_corrected_sql_that_does_not_run_is_rejected(demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:
+    async with gateway(settings_for(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
+        await answered(state, "req-4")
+        answer = await post(http, {"request_id": "req-4", "verdict": "incorrect",
+                                   "corrected_sql": "SELECT no_such_column FROM orders"})
+        stored = await count(state, "corrections") + await count(state, "feedback")
+    assert answer.status_code == 422 and answer.json()["code"] == "query_error"
+    assert answer.json()["sqlstate"] == "42703" and stored == 0
+
+
+async def test_bad_feedback_requests(demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:
+    async with gateway(settings_for(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
+        await answered(state, "req-5")
+        unknown = await post(http, {"request_id": "nope", "verdict": "correct"})
+        both = await post(http, {"request_id": "req-5", "verdict": "correct", "corrected_sql": "SELECT 1"})
+        verdict = await post(http, {"request_id": "req-5", "verdict": "maybe"})
+        client = await post(http, {"request_id": "req-5", "verdict": "correct"}, client="bad id with spaces")
+    assert unknown.status_code == 404 and unknown.json()["code"] == "unknown_request"
+    assert both.status_code == 422 and both.json()["code"] == "invalid_request"
+    assert verdict.status_code == 422 and verdict.json()["code"] == "invalid_request"
+    assert client.status_code == 422 and client.json()["code"] == "invalid_request"
+
+
+async def test_without_a_store_feedback_answers_store_not_configured(demo_dsn: str, tmp_path: Path) -> None:
+    settings = Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, guidelines_dir=tmp_path,
+                        rules_dir=tmp_path, auth={"enabled": False})
+    async with gateway(settings) as (http, _):
+        answer = await post(http, {"request_id": "x", "verdict": "correct"})
+        listing = await http.get("/v1/guidelines")
+    assert answer.status_code == 503 and answer.json()["code"] == "store_not_configured"
+    assert listing.status_code == 503 and listing.json()["code"] == "store_not_configured"
