@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import multiprocessing
 from collections.abc import AsyncIterator, Iterator
@@ -50,6 +51,10 @@ FIXED = ("What is the revenue per region?",
          "c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id WHERE o.status <> "
          "'cancelled' GROUP BY r.name ORDER BY revenue DESC")
 BROKEN = FIXED[1].replace("r.region_id = c.region_id", "r.id = c.region_id")  # fails: no column r.id
+
+
+# The app serves on loopback only here: no API keys (when the gateway has access control at all).
+LOCAL_ONLY: dict[str, Any] = {"auth": {"enabled": False}} if "auth" in Settings.model_fields else {}
 
 
 def _answer(delay_s: float):  # type: ignore[no-untyped-def]
@@ -101,6 +106,7 @@ def _settings(dsn: str, llm_url: str, tmp: Path) -> Settings:
         databases={"demo": DatabaseSettings(dsn=dsn, pool_max_size=10, ask=AskPolicy(time_budget_s=60))},
         llm=LLMSettings(base_url=llm_url, model="scripted", timeout_s=30, max_retries=0, max_concurrency=512),
         rules_dir=tmp / "rules", guidelines_dir=tmp / "guidelines",
+        **LOCAL_ONLY,
     )
 
 

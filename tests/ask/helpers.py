@@ -22,6 +22,10 @@ from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
 GUIDELINE_MARKER = "REMINDER-7F3A"
 
 
+# The app serves on loopback only here: no API keys (when the gateway has access control at all).
+LOCAL_ONLY: dict[str, Any] = {"auth": {"enabled": False}} if "auth" in Settings.model_fields else {}
+
+
 def is_generation(request: LLMRequest) -> bool:
     return request.system == prompts.GENERATE_SYSTEM
 
@@ -54,6 +58,7 @@ def ask_settings(demo_dsn: str, dirs: dict[str, Path], base_url: str | None, *, 
         llm=llm_settings,
         rules_dir=dirs["rules"],
         guidelines_dir=dirs["guidelines"],
+        **LOCAL_ONLY,
     )
 
 
