@@ -3,9 +3,9 @@
 When the whole schema fits the budget it is kept whole (pruning can only lose information). Otherwise each
 table is scored by the question's keywords it shares with its name (weight 3), its column names (2), its
 comments and the DBA's descriptions (1) and its sample values (2), plus the tables that value hints point
-to (4). Tables are then taken greedily while they fit, by score plus a bonus for a foreign-key bridge
+to (4); tables under a quarter of the best score count as unrelated. Tables are then taken greedily while they fit, by score plus a bonus for a foreign-key bridge
 between two kept tables (``customers`` between ``orders`` and ``regions``: the join path is needed even
-when the question never names it); direct neighbours of kept tables come last. A table that does not fit
+when the question never names it); direct neighbours of the best-scored table come last. A table that does not fit
 in full is tried in compact form (no comments or sample values).
 """
 
@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from gateway.context.words import keywords, name_words
 from gateway.execute.introspect import TableInfo
+
+RELEVANT_SHARE = 0.25  # a table scoring under this share of the best one counts as unrelated
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,22 +82,25 @@ def select(rendered: list[Rendered], scores: dict[str, float], adjacency: dict[s
         elif used + r.compact_tokens <= budget or force:
             chosen[name], used = True, used + r.compact_tokens
 
-    scored = {n for n in by_name if scores.get(n, 0) > 0}
+    top = max(scores.values(), default=0.0)
+    # A single shared word in a long comment is noise next to a table the question names.
+    scored = {n for n in by_name if scores.get(n, 0) > 0 and scores[n] >= RELEVANT_SHARE * top}
     if not scored:  # nothing in common with the question: show what fits, in the schema's order
         for i, name in enumerate(by_name):
             take(name, force=i == 0)
         return sorted(chosen.items(), key=lambda item: order[item[0]])
+    best_tables = {n for n in scored if scores[n] == top}
     skipped: set[str] = set()
     while True:
-        # Greedy by priority: a table's own score, plus a bonus for bridging two kept tables. Unscored
-        # tables qualify only as bridges or as direct neighbours of a kept, scored table (one hop).
+        # Greedy by priority: a table's own score, plus a bonus for bridging two kept tables. Other
+        # tables qualify only as bridges or as direct neighbours of the best-scored table (one hop).
         best: tuple[float, int, str] | None = None
         for name in by_name:
             if name in chosen or name in skipped:
                 continue
             links = adjacency.get(name, set())
             bridge = len(links & chosen.keys()) >= 2
-            near_scored = bool(links & (chosen.keys() & scored))
+            near_scored = bool(links & best_tables)
             if name not in scored and not bridge and not near_scored:
                 continue
             priority = scores.get(name, 0) + (3.0 if bridge else 0.0) + (0.5 if near_scored else 0.0)

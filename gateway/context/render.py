@@ -57,7 +57,7 @@ def render_table(table: TableInfo, values: dict[tuple[str, str], list[str]], sam
     kind = "" if table.kind == "table" else f"{table.kind.replace('_', ' ')}; "
     intro = f"-- {table.qualified_name}: {kind}{rows}".rstrip(": ")
     lines = [intro] + ([head] if head else []) + [f"CREATE TABLE {table.qualified_name} ("]
-    body: list[str] = []
+    body: list[tuple[str, str]] = []
     fk_of = {fk.columns[0]: fk for fk in table.foreign_keys if len(fk.columns) == 1}
     for column in table.columns:
         text = f"  {column.name} {column.type}{'' if column.nullable else ' NOT NULL'}"
@@ -77,8 +77,8 @@ def render_table(table: TableInfo, values: dict[tuple[str, str], list[str]], sam
         body.append((f"  PRIMARY KEY ({', '.join(table.primary_key)})", ""))
     for fk in table.foreign_keys:
         if len(fk.columns) > 1:
-            body.append((f"  FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {fk.ref_table}"
-                         f"({', '.join(fk.ref_columns)})", ""))
+            ref = f"{fk.ref_table}({', '.join(fk.ref_columns)})"
+            body.append((f"  FOREIGN KEY ({', '.join(fk.columns)}) REFERENCES {ref}", ""))
     for i, (text, note) in enumerate(body):
         comma = "," if i < len(body) - 1 else ""
         lines.append(f"{text}{comma}  -- {note}" if note else f"{text}{comma}")

@@ -6,9 +6,8 @@ still runs in a READ ONLY transaction with the target's statement timeout, like 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from collections.abc import AsyncIterator
 
 import asyncpg
 
@@ -43,10 +42,9 @@ def quote_ident(name: str) -> str:
 async def _read_only(target: Target) -> AsyncIterator[asyncpg.Connection]:
     limits = target.settings.limits
     try:
-        async with target.pool.acquire(timeout=limits.acquire_timeout_s) as conn:
-            async with conn.transaction(readonly=True):
-                await conn.execute(f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}")
-                yield conn
+        async with target.pool.acquire(timeout=limits.acquire_timeout_s) as conn, conn.transaction(readonly=True):
+            await conn.execute(f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}")
+            yield conn
     except UNAVAILABLE as exc:
         raise errors.DatabaseUnavailable(f"database {target.name!r} is unavailable: {exc}",
                                          database=target.name) from exc

@@ -43,7 +43,7 @@ from gateway.rules.model import RequiredCondition
 Value = tuple[str, object]
 
 
-def parse_predicate(sql: str) -> exp.Expression:
+def parse_predicate(sql: str) -> exp.Expr:
     """The required predicate as a tree; ValueError when it is not a boolean condition."""
     try:
         tree = sqlglot.condition(sql, dialect="postgres")
@@ -75,7 +75,7 @@ def missing_conditions(sql: str, conditions: Sequence[RequiredCondition]) -> lis
 class _Atom:
     """One required conjunct, unqualified and normalized."""
 
-    tree: exp.Expression
+    tree: exp.Expr
     constraint: tuple[str, str, frozenset[Value]] | None
 
 
@@ -88,9 +88,9 @@ def _honoured(scopes: list[Scope], condition: RequiredCondition) -> bool:
     needed = {c.name.lower() for a in atoms for c in a.tree.find_all(exp.Column)}
     for scope in scopes:
         for alias, source in scope.sources.items():
-            if isinstance(source, exp.Table) and _is_table(source, target):
-                if not _filtered(scope, alias, atoms, needed, scopes, set()):
-                    return False
+            if (isinstance(source, exp.Table) and _is_table(source, target)
+                    and not _filtered(scope, alias, atoms, needed, scopes, set())):
+                return False
     return True
 
 
@@ -132,7 +132,7 @@ def _passes_through(scope: Scope, alias: str, needed: set[str]) -> bool:
     return needed <= exposed
 
 
-def _scope_conjuncts(scope: Scope, alias: str) -> Iterator[exp.Expression]:
+def _scope_conjuncts(scope: Scope, alias: str) -> Iterator[exp.Expr]:
     select = scope.expression
     if not isinstance(select, exp.Select):
         return
@@ -148,7 +148,7 @@ def _scope_conjuncts(scope: Scope, alias: str) -> Iterator[exp.Expression]:
             yield from _conjuncts(on)
 
 
-def _conjuncts(node: exp.Expression) -> Iterator[exp.Expression]:
+def _conjuncts(node: exp.Expr) -> Iterator[exp.Expr]:
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, exp.And):
@@ -158,13 +158,13 @@ def _conjuncts(node: exp.Expression) -> Iterator[exp.Expression]:
         yield node
 
 
-def _atom(node: exp.Expression) -> _Atom:
+def _atom(node: exp.Expr) -> _Atom:
     normal = _normalize(node, None)
     assert normal is not None  # no qualifier restriction for the rule's own predicate
     return _Atom(normal, _constraint(normal))
 
 
-def _normalize(node: exp.Expression, alias: str | None) -> exp.Expression | None:
+def _normalize(node: exp.Expr, alias: str | None) -> exp.Expr | None:
     """A copy with qualifiers dropped and a canonical shape; None when it reads another table's columns."""
     tree = node.copy()
     for column in list(tree.find_all(exp.Column)):
@@ -176,13 +176,13 @@ def _normalize(node: exp.Expression, alias: str | None) -> exp.Expression | None
     return _canonical(tree)
 
 
-FLIP: dict[type[exp.Expression], type[exp.Expression]] = {
+FLIP: dict[type[exp.Expr], type[exp.Expr]] = {
     exp.EQ: exp.EQ, exp.NEQ: exp.NEQ, exp.GT: exp.LT, exp.LT: exp.GT, exp.GTE: exp.LTE, exp.LTE: exp.GTE,
     exp.NullSafeEQ: exp.NullSafeEQ, exp.NullSafeNEQ: exp.NullSafeNEQ,
 }
 
 
-def _canonical(node: exp.Expression) -> exp.Expression:
+def _canonical(node: exp.Expr) -> exp.Expr:
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, exp.Not):
@@ -197,7 +197,7 @@ def _canonical(node: exp.Expression) -> exp.Expression:
     return node
 
 
-def _constraint(node: exp.Expression) -> tuple[str, str, frozenset[Value]] | None:
+def _constraint(node: exp.Expr) -> tuple[str, str, frozenset[Value]] | None:
     """(column, 'in' | 'not_in', values) when ``node`` restricts one column to or away from literals."""
     negated = False
     if isinstance(node, exp.Not):
@@ -227,13 +227,13 @@ def _constraint(node: exp.Expression) -> tuple[str, str, frozenset[Value]] | Non
     return column, kind, values
 
 
-def _column(node: exp.Expression | None) -> str | None:
+def _column(node: exp.Expr | None) -> str | None:
     while isinstance(node, (exp.Cast, exp.Paren)):
         node = node.this
     return node.name.lower() if isinstance(node, exp.Column) else None
 
 
-def _array_op(node: exp.Expression) -> str | None:
+def _array_op(node: exp.Expr) -> str | None:
     if isinstance(node, exp.Any):
         return "any"
     if isinstance(node, exp.All) or (isinstance(node, exp.Anonymous) and node.name.upper() == "ALL"):
@@ -241,12 +241,12 @@ def _array_op(node: exp.Expression) -> str | None:
     return None
 
 
-def _array_values(node: exp.Expression) -> frozenset[Value] | None:
+def _array_values(node: exp.Expr) -> frozenset[Value] | None:
     array = node.find(exp.Array)
     return _values(array.expressions) if array is not None else None
 
 
-def _values(nodes: Iterable[exp.Expression]) -> frozenset[Value] | None:
+def _values(nodes: Iterable[exp.Expr]) -> frozenset[Value] | None:
     out: set[Value] = set()
     for node in nodes:
         while isinstance(node, (exp.Cast, exp.Paren)):
@@ -262,7 +262,7 @@ def _values(nodes: Iterable[exp.Expression]) -> frozenset[Value] | None:
     return frozenset(out)
 
 
-def _implies(candidate: exp.Expression, atom: _Atom) -> bool:
+def _implies(candidate: exp.Expr, atom: _Atom) -> bool:
     if atom.constraint is not None:
         have = _constraint(candidate)
         if have is not None and have[0] == atom.constraint[0]:

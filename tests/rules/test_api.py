@@ -1,0 +1,36 @@
+"""Rules through the HTTP API: the schema route and /v1/sql honour hidden objects, edits apply live."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from gateway.api.app import create_app
+from gateway.settings import DatabaseSettings, Settings
+
+
+async def test_schema_and_sql_routes_honour_rule_edits_live(demo_dsn: str, tmp_path: Path) -> None:
+    rules = tmp_path / "demo.yaml"
+    rules.write_text("tables:\n  payments: {hidden: true}\n")
+    app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
+    async with app.router.lifespan_context(app), \
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+        schema = (await http.get("/v1/databases/demo/schema")).json()
+        tables = {t["name"]: t for t in schema["tables"]}
+        assert "payments" not in tables and "salary" in {c["name"] for c in tables["employees"]["columns"]}
+
+        rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n"
+                         "      manager_id: {hidden: true}\n")
+        schema = (await http.get("/v1/databases/demo/schema")).json()
+        employees = next(t for t in schema["tables"] if t["name"] == "employees")
+        assert {"salary", "manager_id"}.isdisjoint(c["name"] for c in employees["columns"])
+        # the self-reference through the hidden column is gone too
+        assert all("manager_id" not in fk["columns"] for fk in employees["foreign_keys"])
+        assert "payments" in {t["name"] for t in schema["tables"]}
+
+        blocked = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT avg(salary) FROM employees"})
+        assert blocked.status_code == 422 and blocked.json()["code"] == "sql_blocked"
+        assert "hidden_column" in blocked.text
+        ok = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT count(*) FROM payments"})
+        assert ok.status_code == 200
