@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,6 +25,9 @@ from gateway.observability.logging import get_logger
 from gateway.state import GatewayState
 from gateway.store import Store, audit, corrections, examples, feedback
 from gateway.store.feedback import StoredFeedback
+from gateway.store.pool import UNAVAILABLE
+
+STORE_UNAVAILABLE = (*UNAVAILABLE, asyncio.TimeoutError)
 
 log = get_logger(__name__)
 
@@ -40,8 +44,14 @@ def store_of(state: GatewayState) -> Store:
     return store
 
 
-def client_id(header: str | None) -> str:
-    """The client that gives feedback: the ``X-Client-Id`` header (API keys will replace it)."""
+def client_id(header: str | None, key_id: str | None = None) -> str:
+    """Who gives feedback: the API key when the request carried one, else the ``X-Client-Id`` header.
+
+    A key's feedback is keyed by the key, never by a header the caller chooses, so one key cannot speak
+    for another.
+    """
+    if key_id:
+        return f"key:{key_id}"
     if header is None or header == "":
         return ANONYMOUS
     if not _CLIENT_ID.match(header):
@@ -88,6 +98,9 @@ class FeedbackIn:
     verdict: Verdict
     corrected_sql: str | None = None
     note: str | None = None
+    # The caller's access: may it use the request's database, and as which Postgres role runs its SQL.
+    may_use: Callable[[str], None] | None = None
+    pg_role: str | None = None
 
 
 async def _submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
@@ -96,13 +109,15 @@ async def _submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback
     if entry is None:
         raise errors.UnknownRequest(f"no answered question has request id {item.request_id!r}",
                                     request_id=item.request_id)
+    if item.may_use is not None:
+        item.may_use(entry.database)  # feedback on another database's answers is ``forbidden``
     if item.verdict == "correct" and item.corrected_sql:
         raise errors.InvalidRequest("corrected_sql goes with verdict 'incorrect'", field="corrected_sql")
     existing = await feedback.get(store.pool, item.request_id, item.client_id)
     if existing is not None:
         return _same_or_conflict(existing, item), False
     if item.corrected_sql:
-        await _verify_correction(state, entry.database, item.corrected_sql)
+        await _verify_correction(state, entry.database, item.corrected_sql, item.pg_role)
 
     async with store.transaction() as conn:
         stored = await feedback.insert(conn, request_id=item.request_id, client_id=item.client_id,
@@ -145,11 +160,17 @@ async def submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback,
     Two identical submissions racing each other resolve to the one that committed first.
     """
     try:
-        return await _submit(state, item)
-    except _Raced:
-        existing = await feedback.get(store_of(state).pool, item.request_id, item.client_id)
-        assert existing is not None
-        return _same_or_conflict(existing, item), False
+        try:
+            return await _submit(state, item)
+        except _Raced:
+            existing = await feedback.get(store_of(state).pool, item.request_id, item.client_id)
+            assert existing is not None
+            return _same_or_conflict(existing, item), False
+    except STORE_UNAVAILABLE as exc:
+        # The transaction either committed or did not: a store outage leaves nothing half-written.
+        raise errors.StoreUnavailable(
+            f"the store database did not answer ({type(exc).__name__}); the feedback was not recorded, send it "
+            "again later") from exc
 
 
 def _same_or_conflict(existing: StoredFeedback, item: FeedbackIn) -> StoredFeedback:
@@ -162,7 +183,7 @@ def _same_or_conflict(existing: StoredFeedback, item: FeedbackIn) -> StoredFeedb
     return existing
 
 
-async def _verify_correction(state: GatewayState, database: str, sql: str) -> None:
+async def _verify_correction(state: GatewayState, database: str, sql: str, role: str | None) -> None:
     """The corrected SQL must pass the safety check and run; raises the problem that says why not."""
     verdict = check_sql(state, sql, database)
     if not verdict.allowed:
@@ -171,7 +192,7 @@ async def _verify_correction(state: GatewayState, database: str, sql: str) -> No
             findings=[f.as_dict() for f in verdict.findings], codes=verdict.codes,
         )
     # Running it proves it executes; one row is enough to prove that and keeps the call cheap.
-    await run_query(state.target(database), sql, max_rows=1)
+    await run_query(state.target(database), sql, max_rows=1, role=role)
 
 
 async def _refresh_accuracy(store: Store, database: str) -> None:

@@ -12,6 +12,8 @@ from gateway import errors
 from gateway.api.deps import get_state
 from gateway.api.models import FeedbackRequest, FeedbackResponse
 from gateway.api.problems import openapi_responses
+from gateway.auth import Principal
+from gateway.auth.access import authorize
 from gateway.feedback import FeedbackIn, client_id, feedback_dict, submit
 from gateway.state import GatewayState
 
@@ -23,23 +25,25 @@ router = APIRouter(prefix="/v1", tags=["feedback"])
     response_model=FeedbackResponse,
     status_code=201,
     summary="Tell the gateway whether an answer was right",
-    description="Idempotent per request and client (`X-Client-Id` header): the same feedback again answers "
+    description="Idempotent per request and client (the API key; `X-Client-Id` when auth is off): the same feedback again answers "
     "200 with the stored row, different feedback `feedback_conflict`. `correct` makes the question and its SQL "
     "a verified example; `incorrect` with `corrected_sql` stores a verified correction once that SQL passed "
     "the safety check and ran. A 2xx means the feedback is committed.",
     responses={200: {"description": "This feedback had been recorded before.", "model": FeedbackResponse},
-               **openapi_responses(errors.MalformedBody, errors.InvalidRequest, errors.UnknownRequest,
+               **openapi_responses(errors.Unauthorized, errors.Forbidden, errors.MalformedBody, errors.InvalidRequest, errors.UnknownRequest,
                                    errors.FeedbackConflict, errors.CorrectionBlocked, errors.SqlTooLarge,
                                    errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable,
                                    errors.StoreNotConfigured, errors.StoreUnavailable)},
 )
 async def post_feedback(
     body: FeedbackRequest,
-    x_client_id: Annotated[str | None, Header(description="Who gives the feedback (until API keys exist).")] = None,
+    x_client_id: Annotated[str | None, Header(description="Who gives the feedback when auth is off; with auth, the API key decides.")] = None,
     state: GatewayState = Depends(get_state),
+    principal: Principal = Depends(authorize),
 ) -> Response:
-    item = FeedbackIn(request_id=body.request_id, client_id=client_id(x_client_id), verdict=body.verdict,
-                      corrected_sql=body.corrected_sql, note=body.note)
+    item = FeedbackIn(request_id=body.request_id, client_id=client_id(x_client_id, principal.key_id),
+                      verdict=body.verdict, corrected_sql=body.corrected_sql, note=body.note,
+                      may_use=principal.check_database, pg_role=principal.pg_role)
     stored, created = await submit(state, item)
     return Response(json.dumps({**feedback_dict(stored), "created": created}), media_type="application/json",
                     status_code=201 if created else 200)

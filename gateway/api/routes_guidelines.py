@@ -9,14 +9,16 @@ from gateway.api.deps import get_state
 from gateway.api.models import (ActivateRequest, GuidelineDetail, GuidelineList, GuidelineSummary, RegenerateRequest,
                                 RegenerateResponse)
 from gateway.api.problems import openapi_responses
+from gateway.auth.access import authorize
 from gateway.feedback import store_of
 from gateway.magic import lifecycle
 from gateway.state import GatewayState
 from gateway.store import guidelines
 
-router = APIRouter(prefix="/v1/guidelines", tags=["guidelines"])
+# Every route needs a DBA key (see gateway.auth.access.ROUTE_ROLES).
+router = APIRouter(prefix="/v1/guidelines", tags=["guidelines"], dependencies=[Depends(authorize)])
 
-STORE = (errors.StoreNotConfigured, errors.StoreUnavailable)
+STORE = (errors.StoreNotConfigured, errors.StoreUnavailable, errors.Unauthorized, errors.Forbidden)
 
 
 @router.get("", response_model=GuidelineList, summary="List guideline versions",

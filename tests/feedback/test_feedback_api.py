@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.settings import DatabaseSettings, Settings
+from gateway.settings import AuthSettings, DatabaseSettings, Settings
 from gateway.state import GatewayState
 from gateway.store import audit, examples
 from tests.magic.helpers import case, gateway, settings_for
@@ -122,3 +122,37 @@ async def test_without_a_store_feedback_answers_store_not_configured(demo_dsn: s
         listing = await http.get("/v1/guidelines")
     assert answer.status_code == 503 and answer.json()["code"] == "store_not_configured"
     assert listing.status_code == 503 and listing.json()["code"] == "store_not_configured"
+
+
+async def test_with_auth_feedback_is_keyed_by_the_api_key_and_guidelines_need_a_dba(
+    demo_dsn: str, fresh_db: str, tmp_path: Path,
+) -> None:
+    from gateway.auth.keys import new_token
+    from gateway.store import api_keys
+
+    settings = settings_for(demo_dsn, fresh_db, None, tmp_path).model_copy(update={"auth": AuthSettings()})
+    async with gateway(settings) as (http, state):
+        assert state.store is not None
+        tokens = {}
+        for name, role, dbs in (("app", "client", ["demo"]), ("elsewhere", "client", ["other"]),
+                                ("dba", "dba", ["*"])):
+            token = new_token()
+            await api_keys.create(state.store.pool, key_id=token.key_id, name=name, role=role, databases=dbs,
+                                  pg_role=None, secret_sha256=token.secret_sha256)
+            tokens[name] = (token.token, token.key_id)
+        await answered(state, "req-6")
+
+        def auth(name: str, client: str | None = None) -> dict[str, str]:
+            return {"Authorization": f"Bearer {tokens[name][0]}", **({"X-Client-Id": client} if client else {})}
+
+        body = {"request_id": "req-6", "verdict": "correct"}
+        missing = await http.post("/v1/feedback", json=body)
+        other_db = await http.post("/v1/feedback", json=body, headers=auth("elsewhere"))
+        # The header cannot make the key speak as someone else.
+        ok = await http.post("/v1/feedback", json=body, headers=auth("app", client="dba"))
+        client_list = await http.get("/v1/guidelines", headers=auth("app"))
+        dba_list = await http.get("/v1/guidelines", headers=auth("dba"))
+    assert missing.status_code == 401 and missing.json()["code"] == "unauthorized"
+    assert other_db.status_code == 403 and other_db.json()["code"] == "forbidden"
+    assert ok.status_code == 201 and ok.json()["client_id"] == f"key:{tokens['app'][1]}"
+    assert client_list.status_code == 403 and dba_list.status_code == 200
