@@ -59,7 +59,7 @@ async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows:
             codes=verdict.codes,
         )
     try:
-        result = await run_query(target, sql, max_rows=max_rows, role=role)
+        result = await run_query(target, sql, max_rows=state.max_rows(database, max_rows), role=role)
     except errors.GatewayError as exc:
         structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
                                               error=exc.code, sqlstate=exc.extra.get("sqlstate"))

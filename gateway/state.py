@@ -69,3 +69,13 @@ class GatewayState:
     def ruleset(self, name: str) -> RuleSet:
         """The rules in force for a database (empty when it has none)."""
         return self.rules.get(name) if self.rules is not None else RuleSet(database=name)
+
+    def max_rows(self, name: str, requested: int | None) -> int | None:
+        """The row cap for one query: the request's, lowered by the rules' ``limits.max_rows`` if set.
+
+        ``run_query`` still caps at the database's ``limits.max_rows``; rules can only tighten it.
+        """
+        ruled = self.ruleset(name).limits.max_rows
+        if ruled is None:
+            return requested
+        return min(requested, ruled) if requested is not None else ruled

@@ -34,3 +34,17 @@ async def test_schema_and_sql_routes_honour_rule_edits_live(demo_dsn: str, tmp_p
         assert "hidden_column" in blocked.text
         ok = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT count(*) FROM payments"})
         assert ok.status_code == 200
+
+
+async def test_rules_max_rows_tightens_the_row_cap(demo_dsn: str, tmp_path: Path) -> None:
+    (tmp_path / "demo.yaml").write_text("limits: {max_rows: 3}\n")
+    app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
+    async with app.router.lifespan_context(app), \
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+        body = {"database": "demo", "sql": "SELECT order_id FROM orders ORDER BY order_id"}
+        answer = (await http.post("/v1/sql", json=body)).json()
+        assert len(answer["rows"]) == 3 and answer["truncated"] is True
+        answer = (await http.post("/v1/sql", json={**body, "max_rows": 2})).json()
+        assert len(answer["rows"]) == 2
+        answer = (await http.post("/v1/sql", json={**body, "max_rows": 50})).json()
+        assert len(answer["rows"]) == 3  # a request cannot loosen the rules
