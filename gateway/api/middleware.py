@@ -89,28 +89,38 @@ class GatewayMiddleware:
             return
         declared = headers.get(b"content-length")
         limit = self.max_body_bytes
+        too_large = problem_response(
+            errors.PayloadTooLarge(f"request body exceeds {limit} bytes (server.max_body_bytes)"), request_id
+        )
         try:
             if declared is not None and declared.isdigit() and int(declared) > limit:
                 raise _BodyTooLarge
             received = 0
+            tripped = False
 
             async def receive_limited() -> Message:
-                nonlocal received
+                nonlocal received, tripped
                 message = await receive()
                 if message["type"] == "http.request":
                     received += len(message.get("body", b""))
                     if received > limit:
+                        tripped = True
                         raise _BodyTooLarge
                 return message
 
-            await self.app(scope, receive_limited, send_wrapper)
+            async def send_limited(message: Message) -> None:
+                # FastAPI turns any error while reading the body into its own 400; a body that tripped the
+                # limit (sent without Content-Length) answers 413 instead of whatever the app made of it.
+                if not tripped:
+                    await send_wrapper(message)
+                elif message["type"] == "http.response.start" and not response_started():
+                    await too_large(scope, receive, send_wrapper)
+
+            await self.app(scope, receive_limited, send_limited)
         except _BodyTooLarge:
             if response_started():
                 raise
-            response = problem_response(
-                errors.PayloadTooLarge(f"request body exceeds {limit} bytes (server.max_body_bytes)"), request_id
-            )
-            await response(scope, receive, send_wrapper)
+            await too_large(scope, receive, send_wrapper)
 
 
 def _is_json(content_type: bytes | None) -> bool:

@@ -1,0 +1,59 @@
+"""An app on the real demo database with auth off (loopback) and a scripted LLM over real HTTP, with the
+backpressure settings a test asks for; shared by the backpressure and fault tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from gateway.api.app import create_app
+from gateway.settings import (AuthSettings, BackpressureSettings, DatabaseSettings, Limits, LLMSettings,
+                              ServerSettings, Settings, StoreSettings)
+from gateway.state import GatewayState
+
+QUESTION = "How many orders are there?"
+ANSWER = "<sql>SELECT count(*) AS orders FROM orders</sql>"
+# Allowed by the safety check (a join with a predicate, bounded series) yet runs for hours: only a timeout ends it.
+ENDLESS_SQL = ("SELECT count(*) FROM generate_series(1, 1000000) a(x) "
+               "JOIN generate_series(1, 1000000) b(y) ON a.x + b.y > 0")
+
+
+def build_settings(demo_dsn: str, llm_url: str | None = None, *, limits: dict[str, Any] | None = None,
+                   llm: dict[str, Any] | None = None, server: dict[str, Any] | None = None,
+                   backpressure: dict[str, Any] | None = None, store_dsn: str | None = None,
+                   auth: bool = False, pool_max_size: int = 4, tmp: Any = None) -> Settings:
+    extra: dict[str, Any] = {}
+    if tmp is not None:
+        extra = {"rules_dir": tmp / "rules", "guidelines_dir": tmp / "guidelines"}
+    return Settings(
+        databases={"demo": DatabaseSettings(dsn=demo_dsn, pool_min_size=1, pool_max_size=pool_max_size,
+                                            limits=Limits(**{"statement_timeout_ms": 5000, **(limits or {})}))},
+        llm=LLMSettings(base_url=llm_url, model="scripted-model" if llm_url else None,
+                        **{"timeout_s": 10.0, "max_retries": 1, **(llm or {})}),
+        server=ServerSettings(**(server or {})),
+        backpressure=BackpressureSettings(**(backpressure or {})),
+        store=StoreSettings(dsn=store_dsn, **({"command_timeout_s": 5.0} if store_dsn else {})),
+        auth=AuthSettings(enabled=auth, cache_ttl_s=0),
+        **extra,
+    )
+
+
+@asynccontextmanager
+async def running(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, GatewayState]]:
+    """The app with its real lifespan, driven in-process over ASGI."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=60) as http:
+            yield http, app.state.gateway
+
+
+async def ask(http: httpx.AsyncClient, question: str = QUESTION, **headers: str) -> httpx.Response:
+    return await http.post("/v1/ask", json={"question": question, "database": "demo"}, headers=headers)
+
+
+def codes(responses: list[httpx.Response]) -> list[str]:
+    return sorted(r.json().get("code", "ok") if r.status_code != 200 else "ok" for r in responses)
