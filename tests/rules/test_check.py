@@ -94,3 +94,13 @@ def test_cli_unreachable_database_is_a_usage_error(tmp_path: Path) -> None:
            "NL2SQL_CONFIG": ""}
     result = CliRunner().invoke(app, ["rules", "check", "--rules-dir", str(tmp_path)], env=env)
     assert result.exit_code == 2 and "database_unavailable" in result.stderr
+
+
+def test_check_command_applies_the_rules_of_the_database(tmp_path: Path, demo_dsn: str) -> None:
+    (tmp_path / "demo.yaml").write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n")
+    env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_RULES_DIR": str(tmp_path), "NL2SQL_CONFIG": ""}
+    blocked = CliRunner().invoke(app, ["check", "--database", "demo"], input="SELECT avg(salary) FROM employees",
+                                 env=env)
+    assert blocked.exit_code == 1 and "hidden_column" in blocked.stdout
+    allowed = CliRunner().invoke(app, ["check", "--database", "demo"], input="SELECT count(*) FROM employees", env=env)
+    assert allowed.exit_code == 0
