@@ -11,8 +11,14 @@ from pathlib import Path
 
 from gateway.execute.introspect import Schema, TableInfo
 from gateway.rules.conditions import predicate_columns
-from gateway.rules.loading import ParsedFile, RuleProblem, databases_with_rules, parse_file, rule_files
-from gateway.rules.loading import load_ruleset
+from gateway.rules.loading import (
+    ParsedFile,
+    RuleProblem,
+    databases_with_rules,
+    load_ruleset,
+    parse_file,
+    rule_files,
+)
 
 
 def check_rules(rules_dir: Path, schemas: dict[str, Schema]) -> list[RuleProblem]:
