@@ -46,8 +46,10 @@ def write_charts(report: dict[str, Any], folder: Path) -> list[str]:
     ax.bar(xs, broken, 0.6, label="broken by reflection (right → wrong)", color="#c0504d")
     ax.axhline(0, color="black", linewidth=0.8)
     for x, f, b in zip(xs, fixed, broken):
-        ax.annotate(f"+{f}", (x, f), ha="center", va="bottom", fontsize=8)
-        ax.annotate(f"−{-b}", (x, b), ha="center", va="top", fontsize=8)
+        if f:
+            ax.annotate(f"+{f}", (x, f), ha="center", va="bottom", fontsize=8)
+        if b:
+            ax.annotate(f"−{-b}", (x, b), ha="center", va="top", fontsize=8)
     top = max([1, *fixed, *(-b for b in broken)])
     ax.set_ylim(-top * 1.3, top * 1.3)
     ax.set_ylabel("questions")

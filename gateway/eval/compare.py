@@ -41,7 +41,8 @@ def compare_runs(a: RunFolder, b: RunFolder) -> dict[str, Any]:
 def _delta(a: float | None, b: float | None, scale: float = 1.0, digits: int = 1, unit: str = "") -> str:
     if a is None or b is None:
         return "–"
-    return f"{a * scale:.{digits}f}{unit} → {b * scale:.{digits}f}{unit} ({(b - a) * scale:+.{digits}f})"
+    change = f"{(b - a) * scale:+.{digits}f}" + (" pts" if unit == "%" else "")
+    return f"{a * scale:.{digits}f}{unit} → {b * scale:.{digits}f}{unit} ({change})"
 
 
 def render_comparison(diff: dict[str, Any]) -> str:
@@ -55,12 +56,12 @@ def render_comparison(diff: dict[str, Any]) -> str:
     if not diff["scenarios"]:
         lines.append("no (scenario, question) pair was recorded in both runs")
         return "\n".join(lines) + "\n"
-    header = f"{'scenario':<24} {'n':>4}  {'EX (%)':<26} {'fixed':<12} {'broken':<12} {'tokens/q':<26} p50 latency (ms)"
+    header = f"{'scenario':<24} {'n':>4}  {'EX':<26} {'fixed':<12} {'broken':<12} {'tokens/q':<26} p50 latency (ms)"
     lines += ["", header, "-" * len(header)]
     for s in diff["scenarios"]:
         a, b = s["a"], s["b"]
         lines.append(
-            f"{s['name']:<24} {s['n']:>4}  {_delta(a['ex'], b['ex'], 100):<26} "
+            f"{s['name']:<24} {s['n']:>4}  {_delta(a['ex'], b['ex'], 100, unit='%'):<26} "
             f"{a['fixed']:>3} → {b['fixed']:<5} {a['broken']:>3} → {b['broken']:<5} "
             f"{_delta(a['tokens_per_question'], b['tokens_per_question'], digits=0):<26} "
             f"{_delta(a['latency_ms_p50'], b['latency_ms_p50'], digits=0)}"

@@ -45,6 +45,12 @@ async def open_gateway(settings: Settings) -> AsyncIterator[GatewayState]:
     """The state a serving gateway would have, for the duration of the block."""
     from gateway.api.app import create_app  # the API layer builds the state; nothing of HTTP is used
 
+    # Nothing is served: API keys guard HTTP routes, which an evaluation never opens, so access control is
+    # off and the (unused) listen address is loopback, which is what the app asks of a keyless gateway.
+    settings = settings.model_copy(update={
+        "auth": settings.auth.model_copy(update={"enabled": False}),
+        "server": settings.server.model_copy(update={"host": "127.0.0.1"}),
+    })
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         yield app.state.gateway
