@@ -182,6 +182,10 @@ from gateway.auth import cli as keys_cli  # noqa: E402
 keys_cli.load = _settings
 app.add_typer(keys_cli.app, name="keys")
 
+from gateway.eval.cli import eval_app  # noqa: E402
+
+app.add_typer(eval_app, name="eval")
+
 
 from gateway.magic import cli as guideline_cli  # noqa: E402
 from gateway.store import cli as store_cli  # noqa: E402
