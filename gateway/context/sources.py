@@ -30,6 +30,11 @@ class ExamplesSource(Protocol):
         """Up to ``k`` verified examples that resemble ``question``, most similar first."""
         ...
 
+    async def exact(self, database: str, question: str) -> Example | None:
+        """A verified example for the very same question (case, spacing and final punctuation ignored), or
+        None. With ``store.exact_match_answers`` the ask loop may answer with its SQL without the LLM."""
+        ...
+
 
 class FileGuidelineSource:
     """``<guidelines_dir>/<database>.md`` when it exists, else ``default.md``; re-read when the file changes."""
@@ -61,3 +66,6 @@ class NoExamples:
 
     async def similar(self, database: str, question: str, k: int) -> list[Example]:
         return []
+
+    async def exact(self, database: str, question: str) -> Example | None:
+        return None
