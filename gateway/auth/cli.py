@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -28,9 +28,9 @@ app = typer.Typer(name="keys", help="Create, list and revoke the API keys client
                   no_args_is_help=True)
 
 # Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Optional[Path]], Settings] = lambda config: Settings()  # noqa: E731
+load: Callable[[Path | None], Settings] = lambda config: Settings()
 
-ConfigOption = Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML config file.", exists=True,
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]
 
 
@@ -70,7 +70,7 @@ def create(
     role: Annotated[Role, typer.Option(help="client: ask, sql, check, feedback; dba: also schema and "
                                        "guidelines; admin: everything.")],
     databases: Annotated[str, typer.Option(help="Comma-separated database names the key may use, or '*'.")],
-    pg_role: Annotated[Optional[str], typer.Option("--pg-role", help="Postgres role assumed for this key's "
+    pg_role: Annotated[str | None, typer.Option("--pg-role", help="Postgres role assumed for this key's "
                                                    "queries (SET LOCAL ROLE); the gateway's login role must be a "
                                                    "member of it.")] = None,
     config: ConfigOption = None,

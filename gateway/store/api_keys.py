@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -62,7 +61,7 @@ async def get(db: Db, key_id: str, *, timeout: float | None = None) -> StoredKey
     """The key with this id (revoked or not), or None; ``store_unavailable`` when the store does not answer."""
     try:
         row = await db.fetchrow("SELECT * FROM api_keys WHERE id = $1", key_id, timeout=timeout)
-    except (*UNAVAILABLE, asyncio.TimeoutError) as exc:
+    except (TimeoutError, *UNAVAILABLE) as exc:
         raise errors.StoreUnavailable(f"cannot look up the API key: {type(exc).__name__}") from exc
     return _from_row(row) if row else None
 

@@ -16,8 +16,15 @@ import pytest
 
 from gateway.api.app import create_app
 from gateway.auth import new_token
-from gateway.settings import (AuthSettings, DatabaseSettings, Limits, LLMSettings, MagicSettings, Settings,
-                              StoreSettings)
+from gateway.settings import (
+    AuthSettings,
+    DatabaseSettings,
+    Limits,
+    LLMSettings,
+    MagicSettings,
+    Settings,
+    StoreSettings,
+)
 from gateway.state import GatewayState
 from gateway.store import api_keys
 from gateway.testing.scripted_llm import ScriptedLLM

@@ -60,7 +60,7 @@ def run_serve(tmp_path: Path, demo_dsn: str, *args: str, **env: str) -> subproce
     full.pop("NL2SQL_CONFIG", None)
     full.pop("NL2SQL_STORE__DSN", None)
     return subprocess.run([sys.executable, "-m", "gateway", "serve", "--port", "0", *args], env=full, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
 
 
 def test_serve_refuses_a_public_address_without_auth(tmp_path: Path, demo_dsn: str) -> None:
