@@ -9,6 +9,8 @@ before anything else runs.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import Depends, Request
 
 from gateway.api.middleware import UNBOUNDED_PATHS
@@ -16,7 +18,7 @@ from gateway.auth.access import authorize
 from gateway.auth.keys import Principal
 
 
-async def rate_limit(request: Request, principal: Principal = Depends(authorize)) -> None:
+async def rate_limit(request: Request, principal: Annotated[Principal, Depends(authorize)]) -> None:
     limits = getattr(request.app.state.gateway, "rate_limits", None)
     if limits is None or not limits.enabled:
         return

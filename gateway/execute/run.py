@@ -65,7 +65,7 @@ class _Budget:
     client_s: float | None  # the client-side guard against a server that stopped answering (network cut)
 
     @classmethod
-    def of(cls, target: Target) -> "_Budget":
+    def of(cls, target: Target) -> _Budget:
         limits = target.settings.limits
         acquire_s = request_deadline.cap(limits.acquire_timeout_s, "a database connection")
         left = request_deadline.remaining()

@@ -10,8 +10,16 @@ from typing import Any
 import httpx
 
 from gateway.api.app import create_app
-from gateway.settings import (AuthSettings, BackpressureSettings, DatabaseSettings, Limits, LLMSettings,
-                              ServerSettings, Settings, StoreSettings)
+from gateway.settings import (
+    AuthSettings,
+    BackpressureSettings,
+    DatabaseSettings,
+    Limits,
+    LLMSettings,
+    ServerSettings,
+    Settings,
+    StoreSettings,
+)
 from gateway.state import GatewayState
 
 QUESTION = "How many orders are there?"

@@ -125,7 +125,7 @@ async def test_body_and_sql_size_limits(demo_dsn: str) -> None:
 
 async def test_deadline_caps_the_statement_timeout(demo_dsn: str) -> None:
     settings = build_settings(demo_dsn, limits={"statement_timeout_ms": 60_000}, server={"request_timeout_s": 1.0})
-    async with running(settings) as (http, state):
+    async with running(settings) as (http, _):
         spent = await http.post("/v1/sql", json={"database": "demo", "sql": ENDLESS_SQL})
         after = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT 1 AS one"})
     assert (spent.status_code, spent.json()["code"]) == (504, "deadline_exceeded")

@@ -1,0 +1,63 @@
+"""SIGTERM drains: `nl2sql-gateway serve` as a real process finishes the requests in flight, then exits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from gateway.testing.scripted_llm import Reply, ScriptedLLM
+from tests.backpressure.helpers import ANSWER, QUESTION
+from tests.test_serve import free_port
+
+
+async def test_sigterm_lets_requests_in_flight_finish(demo_dsn: str, llm: ScriptedLLM, tmp_path: Path) -> None:
+    llm.add_reply(Reply(ANSWER, delay_s=2.0))
+    port = free_port()
+    env = {**os.environ, "NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_LLM__BASE_URL": llm.base_url,
+           "NL2SQL_LLM__MODEL": "scripted-model", "NL2SQL_AUTH__ENABLED": "false",
+           "NL2SQL_LOGGING__JSON_LOGS": "true"}
+    proc = await asyncio.to_thread(
+        subprocess.Popen, [sys.executable, "-m", "gateway", "serve", "--port", str(port)], env=env, cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+            for _ in range(300):  # bounded wait for the server to listen
+                try:
+                    if (await http.get("/healthz")).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                await asyncio.sleep(0.1)
+            slow = [asyncio.create_task(http.post("/v1/ask", json={"question": QUESTION, "database": "demo"}))
+                    for _ in range(4)]
+            for _ in range(300):  # every question is now waiting on the (2 s) LLM
+                if len(llm.requests) >= 4:
+                    break
+                await asyncio.sleep(0.01)
+            assert len(llm.requests) == 4
+            proc.send_signal(signal.SIGTERM)
+            responses = await asyncio.gather(*slow)
+        returncode = await asyncio.to_thread(proc.wait, 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        stderr = proc.stderr.read() if proc.stderr else ""
+    assert [r.status_code for r in responses] == [200] * 4, [r.text for r in responses]
+    assert all(r.json()["status"] == "ok" for r in responses)
+    assert returncode in (0, -signal.SIGTERM), stderr
+    assert "gateway_stopping" in stderr and "Application shutdown complete." in stderr
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=1) as http:
+            await http.get("/healthz")
+        listening = True
+    except httpx.HTTPError:
+        listening = False
+    assert not listening  # the process is gone and its port closed
