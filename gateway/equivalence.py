@@ -205,10 +205,13 @@ def gold_is_ordered(sql: str) -> bool:
         statements = sqlglot.parse(sql, read="postgres")
     except sqlglot.errors.ParseError:
         return False
-    statements = [s for s in statements if s is not None]
-    if len(statements) != 1:
+    parsed = [s for s in statements if isinstance(s, exp.Expression)]
+    if len(parsed) != 1:
         return False
-    node: exp.Expression = statements[0]
+    node = parsed[0]
     while isinstance(node, (exp.Subquery, exp.Paren)) and not node.args.get("order"):
-        node = node.this
+        inner = node.this
+        if not isinstance(inner, exp.Expression):
+            return False
+        node = inner
     return bool(node.args.get("order"))

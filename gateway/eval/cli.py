@@ -9,9 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -22,7 +21,7 @@ from gateway.settings import ConfigError, Settings, load_settings
 
 
 class _RunByDefault(TyperGroup):
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's own (vendored) click Context
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
@@ -70,19 +69,19 @@ def _questions_path(value: str) -> Path:
 def run_command(
     questions_file: Annotated[str, typer.Argument(metavar="QUESTIONS", help="JSONL question set, or the name of "
                                                   "a shipped set (demo).")],
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", exists=True, dir_okay=False,
+    config: Annotated[Path | None, typer.Option("--config", "-c", exists=True, dir_okay=False,
                                                    envvar="NL2SQL_CONFIG", help="TOML config file.")] = None,
-    run_id: Annotated[Optional[str], typer.Option(help="Run id; an existing run with this id is resumed "
+    run_id: Annotated[str | None, typer.Option(help="Run id; an existing run with this id is resumed "
                                                   "(finished pairs are skipped). Default: a new timestamp.")] = None,
     runs_dir: RunsDir = Path("eval-runs"),
-    reflection: Annotated[Optional[list[str]], typer.Option(
+    reflection: Annotated[list[str] | None, typer.Option(
         help="Reflection modes, comma-separated or repeated: first_pass, errors, suspicious, all. "
              "Default: first_pass,errors,suspicious (first_pass with --collect-corrections).")] = None,
-    guideline: Annotated[Optional[list[str]], typer.Option(
+    guideline: Annotated[list[str] | None, typer.Option(
         help="Guidelines, comma-separated or repeated: none, default (the shipped file), vN (store version). "
              "Default: none,default (none with --collect-corrections).")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Questions answered at once.")] = 4,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Only the first N questions (a smoke test).")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions (a smoke test).")] = None,
     collect_corrections: Annotated[bool, typer.Option(
         "--collect-corrections", help="Store every wrong answer with its gold SQL as a correction in the "
         "feedback store (training step of the MAGIC experiment).")] = False,

@@ -30,7 +30,7 @@ from gateway.state import GatewayState
 from gateway.store import Store
 from gateway.store import guidelines as stored_guidelines
 
-__all__ = ["EvalSetupError", "FixedGuideline", "NO_GUIDELINE", "answer", "open_gateway", "open_store",
+__all__ = ["NO_GUIDELINE", "EvalSetupError", "FixedGuideline", "answer", "open_gateway", "open_store",
            "resolve_guideline", "scenario_state"]
 
 NO_GUIDELINE = Guideline("none", "")

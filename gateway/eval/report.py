@@ -14,6 +14,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from gateway.eval.runfolder import RunFolder
+
 __all__ = ["build_report", "percentile", "write_report"]
 
 
@@ -114,7 +116,7 @@ def build_report(manifest: dict[str, Any], results: list[dict[str, Any]]) -> dic
     }
 
 
-def write_report(folder: Any) -> dict[str, Any]:
+def write_report(folder: RunFolder) -> dict[str, Any]:
     """Write ``report.json``, ``report.md`` and the charts into the run folder's ``report/``; return the report."""
     import json
 

@@ -17,7 +17,7 @@ import json
 import os
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ class RunFolderError(ValueError):
 
 def new_run_id(now: datetime | None = None) -> str:
     """A sortable id such as ``20250114-093012``."""
-    return (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    return (now or datetime.now(UTC)).strftime("%Y%m%d-%H%M%S")
 
 
 @dataclass
@@ -156,4 +156,4 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

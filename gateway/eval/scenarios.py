@@ -69,7 +69,7 @@ def parse_guideline(text: str) -> str:
     value = text.strip().lower()
     if value in ("none", "default"):
         return value
-    digits = value[1:] if value.startswith("v") else value
+    digits = value.removeprefix("v")
     if digits.isdigit() and int(digits) > 0:
         return f"v{int(digits)}"
     raise ScenarioError(f"guideline {text!r}: expected none, default or a store version such as v3")

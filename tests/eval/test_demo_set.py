@@ -8,7 +8,6 @@ from collections import Counter
 from pathlib import Path
 
 import asyncpg
-import pytest
 import sqlglot
 from sqlglot import exp
 

@@ -157,3 +157,20 @@ def test_ctrl_c_loses_no_finished_result(demo_dsn: str, llm: ScriptedLLM, guidel
     assert sum(is_generation(r) for r in llm.requests) == 12 - len(first)
     assert asked_before >= len(first)
     assert "first_pass/none" in again.stdout and "100.0%" in again.stdout
+
+
+async def test_an_evaluation_opens_the_gateway_even_when_access_control_is_on(demo_dsn: str, llm: ScriptedLLM,
+                                                                              guidelines_dir: Path,
+                                                                              tmp_path: Path) -> None:
+    # Production settings keep API keys on (and then demand a store); an evaluation serves nothing over HTTP.
+    questions = load_questions(shipped("demo"))[:1]
+    scenarios = matrix(["first_pass"], ["none"])
+    gold_script(llm, questions)
+    settings = eval_settings(demo_dsn, llm.base_url, guidelines_dir)
+    settings.auth.enabled = True
+    settings.server.host = "0.0.0.0"
+    folder, _ = RunFolder.create_or_resume(tmp_path / "run", manifest(questions, scenarios))
+    assert await run_session(settings, folder, questions, scenarios, concurrency=1, progress=False, collect=False,
+                             out=io.StringIO()) == 0
+    assert [r["correct"] for r in folder.results()] == [True]
+    assert settings.auth.enabled  # the caller's settings are left as they were

@@ -28,7 +28,13 @@ from gateway.eval.runfolder import RunFolder
 from gateway.eval.scenarios import matrix
 from gateway.eval.session import run_session
 from gateway.testing.scripted_llm import ScriptedLLM
-from tests.eval.helpers import GUIDELINE_MARKER, answer_by_question, eval_settings, is_reflection, write_questions
+from tests.eval.helpers import (
+    GUIDELINE_MARKER,
+    answer_by_question,
+    eval_settings,
+    is_reflection,
+    write_questions,
+)
 
 Q = {
     "right1": ("How many customers are there?", "SELECT count(*) FROM customers", None, None),
@@ -51,7 +57,7 @@ Q = {
 
 
 def gold(qid: str) -> str:
-    text, generated, reflected, gold_sql = Q[qid]
+    _text, generated, _reflected, gold_sql = Q[qid]
     return gold_sql or generated
 
 
