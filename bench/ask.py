@@ -108,7 +108,7 @@ def _settings(dsn: str, llm_url: str, tmp: Path) -> Settings:
         # The pool wait is bounded generously: part 2 measures whether questions serialize, not the pool.
         databases={"demo": DatabaseSettings(dsn=dsn, pool_max_size=20, ask=AskPolicy(time_budget_s=60),
                                             limits=Limits(acquire_timeout_s=60))},
-        llm=LLMSettings(base_url=llm_url, model="scripted", timeout_s=30, max_retries=0, max_concurrency=512),
+        llm=LLMSettings(base_url=llm_url, model="scripted", timeout_s=30, max_retries=2, max_concurrency=512),
         rules_dir=tmp / "rules", guidelines_dir=tmp / "guidelines",
         **LOCAL_ONLY,
     )
