@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path
 
 from gateway import errors
 from gateway.api.deps import get_state
@@ -18,6 +20,9 @@ from gateway.store import guidelines
 # Every route needs a DBA key (see gateway.auth.access.ROUTE_ROLES).
 router = APIRouter(prefix="/v1/guidelines", tags=["guidelines"], dependencies=[Depends(authorize)])
 
+# Versions are Postgres integers: anything outside their range is a 422, never a database error.
+Version = Annotated[int, Path(ge=1, le=2**31 - 1, description="A guideline version number.")]
+
 STORE = (errors.StoreNotConfigured, errors.StoreUnavailable, errors.Unauthorized, errors.Forbidden)
 
 
@@ -31,7 +36,7 @@ async def list_guidelines(state: GatewayState = Depends(get_state)) -> Guideline
 
 @router.get("/{version}", response_model=GuidelineDetail, summary="One version: text, provenance, evaluation",
             responses=openapi_responses(errors.UnknownGuidelineVersion, *STORE))
-async def get_guideline(version: int, state: GatewayState = Depends(get_state)) -> GuidelineDetail:
+async def get_guideline(version: Version, state: GatewayState = Depends(get_state)) -> GuidelineDetail:
     return GuidelineDetail(**(await lifecycle.get(store_of(state), version)).as_dict())
 
 
@@ -56,7 +61,7 @@ async def regenerate(body: RegenerateRequest | None = None,
     responses=openapi_responses(errors.UnknownGuidelineVersion, errors.GuidelineGateFailed,
                                 errors.LLMNotConfigured, errors.LLMUnavailable, *STORE),
 )
-async def activate(version: int, body: ActivateRequest | None = None,
+async def activate(version: Version, body: ActivateRequest | None = None,
                    state: GatewayState = Depends(get_state)) -> GuidelineDetail:
     activated = await lifecycle.activate(state, store_of(state), version, force=body.force if body else False)
     return GuidelineDetail(**activated.as_dict())
