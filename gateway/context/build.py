@@ -7,17 +7,56 @@ examples) also passes the redactor. A hidden table or column cannot reach a prom
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gateway.context.cache import SchemaSnapshot
 from gateway.context.model import Context, estimate_tokens
 from gateway.context.prune import Rendered, neighbours, score_tables, select
 from gateway.context.render import Redactor, render_rules, render_table
 from gateway.context.values import match_values
 from gateway.context.words import keywords, phrases
+from gateway.execute.introspect import Schema
+from gateway.rules.model import RuleSet
 from gateway.rules.visibility import visible_schema
 
 if TYPE_CHECKING:
     from gateway.state import GatewayState
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What does not depend on the question: the visible schema, rendered once per snapshot and rules."""
+
+    rules: RuleSet
+    sample_values: int
+    schema: Schema
+    redact: Redactor
+    values: dict[tuple[str, str], list[str]]
+    rendered: list[Rendered]
+    adjacency: dict[str, set[str]]
+
+
+def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _Prepared:
+    # Kept on the snapshot, so it goes with it on refresh; a reload of the rules replaces it.
+    cached = snapshot.prepared
+    if cached is not None and cached.rules is rules and cached.sample_values == sample_values:
+        return cached
+    schema = visible_schema(snapshot.schema, rules)
+    redact = Redactor(rules, snapshot.schema)
+    visible = {t.qualified_name for t in schema.tables}
+    values = {key: found for key, found in snapshot.values.items()
+              if key[0] in visible and not rules.is_hidden_column(key[0], key[1])}
+    rendered = []
+    for table in schema.tables:
+        full = render_table(table, values, sample_values, redact)
+        compact = render_table(table, values, sample_values, redact, compact=True)
+        # +1: the blank line between tables, so the joined text stays within the budget too
+        rendered.append(Rendered(table.qualified_name, full, compact, estimate_tokens(full) + 1,
+                                 estimate_tokens(compact) + 1))
+    prepared = _Prepared(rules, sample_values, schema, redact, values, rendered, neighbours(schema.tables))
+    snapshot.prepared = prepared
+    return prepared
 
 
 async def build_context(state: GatewayState, database: str, question: str, evidence: str | None) -> Context:
@@ -26,26 +65,16 @@ async def build_context(state: GatewayState, database: str, question: str, evide
     target = state.target(database)
     rules = state.ruleset(database)
     snapshot = await state.schemas.get(target, rules)
-    schema = visible_schema(snapshot.schema, rules)
-    redact = Redactor(rules, snapshot.schema)
-    visible = {t.qualified_name for t in schema.tables}
-    values = {key: found for key, found in snapshot.values.items()
-              if key[0] in visible and not rules.is_hidden_column(key[0], key[1])}
+    prepared = _prepare(snapshot, rules, settings.sample_values)
+    schema, redact, values, rendered = prepared.schema, prepared.redact, prepared.values, prepared.rendered
 
     text = question if not evidence else f"{question}\n{evidence}"
     hints = await match_values(target, snapshot.trgm_schema, phrases(text), values,
                                settings.value_match_threshold, settings.max_value_hints)
 
-    rendered = []
-    for table in schema.tables:
-        full = render_table(table, values, settings.sample_values, redact)
-        compact = render_table(table, values, settings.sample_values, redact, compact=True)
-        # +1: the blank line between tables, so the joined text stays within the budget too
-        rendered.append(Rendered(table.qualified_name, full, compact, estimate_tokens(full) + 1,
-                                 estimate_tokens(compact) + 1))
     scores = score_tables(schema.tables, keywords(text), values, rules.table_descriptions,
                           {h.table for h in hints})
-    chosen = select(rendered, scores, neighbours(schema.tables), settings.token_budget)
+    chosen = select(rendered, scores, prepared.adjacency, settings.token_budget)
     by_name = {r.name: r for r in rendered}
     kept = [name for name, _ in chosen]
     schema_text = "\n\n".join(by_name[n].compact if compact else by_name[n].full for n, compact in chosen)

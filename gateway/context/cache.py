@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from gateway.execute import Target
 from gateway.execute import samples as sample_queries
@@ -34,6 +35,8 @@ class SchemaSnapshot:
     values: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     trgm_schema: str | None = None
     loaded_at: float = 0.0
+    # build_context's question-independent work (visible schema, rendered tables), memoized per snapshot
+    prepared: Any = field(default=None, compare=False, repr=False)
 
 
 def is_text_type(type_name: str) -> bool:
