@@ -65,20 +65,24 @@ class _Run:
     state: GatewayState
     q: Question
     target: Target
-    llm: LLMClient
-    model: str
+    llm: LLMClient | None  # None only for a verified example answered without the LLM
+    model: str | None
     policy: AskPolicy
     deadline: float
-    ctx: Context
+    ctx: Context | None
     ruleset: RuleSet
 
 
 async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
     """Answer ``q``; ``on_attempt`` sees each attempt as soon as it is validated (for streaming)."""
     target = state.target(q.database)
-    llm, model = llm_for(state, target)
     policy = target.settings.ask
     deadline = time.monotonic() + min(policy.time_budget_s, state.settings.server.request_timeout_s)
+    if state.settings.store.exact_match_answers:
+        verified = await _answer_verified(state, q, target, policy, deadline, on_attempt)
+        if verified is not None:
+            return verified
+    llm, model = llm_for(state, target)
     ctx = await build_context(state, q.database, q.question, q.evidence)
     run = _Run(state, q, target, llm, model, policy, deadline, ctx, state.ruleset(q.database))
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
@@ -155,6 +159,39 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     return answer
 
 
+async def _answer_verified(state: GatewayState, q: Question, target: Target, policy: AskPolicy, deadline: float,
+                           on_attempt: OnAttempt | None) -> Answer | None:
+    """Answer with a verified example's SQL, without the LLM, when the question matches one exactly and its
+    SQL still passes check, execution and validation; None otherwise (the LLM answers as usual)."""
+    try:
+        example = await state.examples.exact(q.database, q.question)
+    except errors.GatewayError as exc:  # store down: the LLM path still works
+        log.warning("verified_lookup_failed", database=q.database, code=exc.code)
+        return None
+    if example is None:
+        return None
+    began = time.perf_counter()
+    run = _Run(state, q, target, None, None, policy, deadline, None, state.ruleset(q.database))
+    timings = {"llm_ms": 0.0, "check_ms": 0.0, "db_ms": 0.0, "acquire_ms": 0.0}
+    findings, result = await _check_and_run(run, example.sql, timings)
+    timings["total_ms"] = (time.perf_counter() - began) * 1000
+    attempt = Attempt(n=1, source="verified_example", sql=example.sql, findings=findings,
+                      triggers=triggers(findings, policy), guideline_applied=False,
+                      tokens={"prompt": 0, "completion": 0}, timings=timings)
+    attempt.result = result
+    if not attempt.passed:
+        log.info("verified_example_stale", database=q.database, codes=attempt.codes)
+        return None
+    _log_attempt(q.database, attempt)
+    if on_attempt is not None:
+        await on_attempt(attempt)
+    answer = Answer(status=status_of(attempt), database=q.database, question=q.question, chosen=attempt,
+                    attempts=[attempt], stop_reason="verified_example", guideline_version=None,
+                    guideline_applied=False, request_id=q.request_id)
+    _count(q.database, answer.status, [attempt], attempt)
+    return answer
+
+
 async def _evaluate(run: _Run, n: int, source: Source, drafted: Drafted, began: float, *,
                     guideline_applied: bool) -> Attempt:
     """Check, execute and validate one drafted SQL."""
@@ -170,7 +207,7 @@ async def _evaluate(run: _Run, n: int, source: Source, drafted: Drafted, began: 
         attempt.result = result
     attempt.findings = findings
     attempt.triggers = triggers(findings, run.policy)
-    if attempt.result is not None and run.policy.llm_judge and not attempt.triggers:
+    if attempt.result is not None and run.policy.llm_judge and not attempt.triggers and run.llm is not None:
         finding, judged = await judge(run.llm, run.q.question, run.q.evidence, drafted.sql or "", attempt.result,
                                       model=run.model, deadline=run.deadline)
         if judged is not None:

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from gateway.execute import QueryResult
 from gateway.validate import Finding
 
-Source = Literal["generation", "reflection"]
+Source = Literal["generation", "reflection", "verified_example"]
 Status = Literal["ok", "suspicious", "failed", "blocked"]
 
 

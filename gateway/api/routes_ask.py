@@ -55,7 +55,8 @@ async def post_ask(body: AskRequest, request: Request, state: GatewayState = Dep
     request_id: str | None = getattr(request.state, "request_id", None)
     principal.check_database(body.database)
     q = Question(body.database, body.question, body.evidence, body.max_rows, request_id, role=principal.pg_role)
-    llm_for(state, state.target(q.database))  # fail before a stream starts: a plain problem response
+    if not state.settings.store.exact_match_answers:  # with it, a verified example may answer without an LLM
+        llm_for(state, state.target(q.database))  # fail before a stream starts: a plain problem response
     if EVENT_STREAM in request.headers.get("accept", ""):
         answers: list[Answer] = []
         return StreamingResponse(

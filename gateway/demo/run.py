@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 
 from gateway.demo.embedded import EmbeddedPostgres, default_data_dir
 from gateway.demo.generator import derive_dsn, ensure_demo_database
 from gateway.settings import DatabaseSettings, Settings, load_settings
+from gateway.store import examples
+from gateway.store.migrate import migrate
 
 STORE_DATABASE = "nl2sql_store"
+EXAMPLES = Path(__file__).with_name("examples.jsonl")
 
 BANNER = """
 nl2sql-gateway demo is serving on http://127.0.0.1:{port}  (Ctrl-C stops it and the embedded Postgres)
@@ -26,7 +30,8 @@ Try:
        -d '{{"sql": "SELECT pg_sleep(10)"}}'
   curl -s -X POST http://127.0.0.1:{port}/v1/ask -H 'content-type: application/json' \\
        -d '{{"database": "demo", "question": "How many orders were placed per region?"}}'
-       (needs an LLM: set OPENAI_BASE_URL, OPENAI_API_KEY and NL2SQL_LLM__MODEL before starting the demo)
+       (a verified example answers this one offline; other questions need an LLM: set OPENAI_BASE_URL,
+        OPENAI_API_KEY and NL2SQL_LLM__MODEL before starting the demo)
   curl -s http://127.0.0.1:{port}/metrics | grep ^nl2sql_ | head
 """
 
@@ -41,7 +46,25 @@ async def _prepare(server: EmbeddedPostgres) -> tuple[str, str]:
             await admin.execute(f'CREATE DATABASE "{STORE_DATABASE}"')
     finally:
         await admin.close()
-    return reader_dsn, derive_dsn(server.admin_dsn, database=STORE_DATABASE)
+    store_dsn = derive_dsn(server.admin_dsn, database=STORE_DATABASE)
+    await _seed_verified_examples(store_dsn)
+    return reader_dsn, store_dsn
+
+
+async def _seed_verified_examples(store_dsn: str) -> None:
+    """A few verified question/SQL pairs, so that /v1/ask answers them with no LLM configured (the store
+    matches the exact question) and uses them as few-shot examples when an LLM is there."""
+    import asyncpg  # noqa: PLC0415
+
+    store = await asyncpg.connect(store_dsn)
+    try:
+        await migrate(store)
+        for line in EXAMPLES.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                pair = json.loads(line)
+                await examples.add(store, database="demo", question=pair["question"], sql=pair["sql"], source="dba")
+    finally:
+        await store.close()
 
 
 def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
@@ -55,7 +78,10 @@ def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
     settings.server.host = "127.0.0.1"  # the demo never listens beyond loopback
     settings.auth.enabled = False  # no API keys to hand out: allowed on loopback only (gateway.auth)
     settings.server.port = port
-    settings.store.dsn = settings.store.dsn or store_dsn
+    if settings.store.dsn is None:
+        settings.store.dsn = store_dsn
+        # The demo's verified examples answer their exact questions even with no LLM configured.
+        settings.store.exact_match_answers = True
     return settings
 
 

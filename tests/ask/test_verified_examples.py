@@ -1,0 +1,52 @@
+"""An exact, verified match answers without the LLM (store.exact_match_answers), which keeps the demo
+useful offline; a stale example (its SQL no longer runs) falls back to the LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import asyncpg
+
+from gateway.settings import StoreSettings
+from gateway.store import examples
+from tests.ask.helpers import ask_settings, gateway, post_ask
+
+
+async def add_example(store_dsn: str, question: str, sql: str) -> None:
+    pool = await asyncpg.create_pool(store_dsn, min_size=1, max_size=1)
+    try:
+        await examples.add(pool, database="demo", question=question, sql=sql, source="dba")
+    finally:
+        await pool.close()
+
+
+async def test_exact_verified_match_answers_without_any_llm(demo_dsn: str, fresh_db: str,
+                                                            dirs: dict[str, Path]) -> None:
+    settings = ask_settings(demo_dsn, dirs, base_url=None)  # no LLM at all
+    settings.store = StoreSettings(dsn=fresh_db, exact_match_answers=True)
+    async with gateway(settings) as (http, _):
+        await add_example(fresh_db, "How many regions are there?", "SELECT count(*) AS regions FROM regions")
+        await add_example(fresh_db, "Which column is gone?", "SELECT no_such_column FROM regions")
+
+        answer = await post_ask(http, "  how many REGIONS are there")
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["status"] == "ok" and body["rows"] == [[7]]
+        assert [a["source"] for a in body["attempts"]] == ["verified_example"]
+        assert body["attempts"][0]["tokens"] == {"prompt": 0, "completion": 0}
+
+        # Not verified: the LLM is needed, and there is none.
+        unknown = await post_ask(http, "How many products are there?")
+        assert unknown.status_code == 503 and unknown.json()["code"] == "llm_not_configured"
+        # Verified but stale: never answered from the example; the LLM path takes over.
+        stale = await post_ask(http, "Which column is gone?")
+        assert stale.status_code == 503 and stale.json()["code"] == "llm_not_configured"
+
+
+async def test_switched_off_by_default(demo_dsn: str, fresh_db: str, dirs: dict[str, Path]) -> None:
+    settings = ask_settings(demo_dsn, dirs, base_url=None)
+    settings.store = StoreSettings(dsn=fresh_db)
+    async with gateway(settings) as (http, _):
+        await add_example(fresh_db, "How many regions are there?", "SELECT count(*) FROM regions")
+        response = await post_ask(http, "How many regions are there?")
+        assert response.status_code == 503 and response.json()["code"] == "llm_not_configured"
