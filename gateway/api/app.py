@@ -16,6 +16,7 @@ from gateway.api import problems, routes_ask, routes_feedback, routes_guidelines
 from gateway.api.limits import rate_limit
 from gateway.api.middleware import GatewayMiddleware
 from gateway.api.models import Problem
+from gateway.api.problems import PROBLEM_JSON
 from gateway.auth import Authenticator, check_exposure
 from gateway.auth.access import authorize
 from gateway.backpressure import RateLimits
@@ -65,7 +66,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        responses={"default": {"description": "Problem", "model": Problem}},
+        # Problems are sent as application/problem+json: document that media type for every status a route
+        # does not list itself (schemathesis checks that each answer's Content-Type is documented).
+        responses={"default": {"description": "Problem", "model": Problem, "content": {
+            PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}}},
         # every route: its role from gateway.auth.access (deny by default), then the key's rate limit
         dependencies=[Depends(authorize), Depends(rate_limit)],
     )
