@@ -17,15 +17,25 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from schemathesis.python import asgi as schemathesis_asgi
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation.modes import GenerationMode
-from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
-                                               status_code_conformance)
+from schemathesis.python import asgi as schemathesis_asgi
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from gateway.api.app import create_app
-from gateway.settings import (AuthSettings, DatabaseSettings, Limits, LLMSettings, MagicSettings, Settings,
-                              StoreSettings)
+from gateway.settings import (
+    AuthSettings,
+    DatabaseSettings,
+    Limits,
+    LLMSettings,
+    MagicSettings,
+    Settings,
+    StoreSettings,
+)
 from gateway.testing.scripted_llm import ScriptedLLM
 
 EXAMPLES_PER_OPERATION = 30
