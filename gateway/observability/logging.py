@@ -26,7 +26,9 @@ def configure_logging(level: str = "INFO", json_logs: bool = True) -> None:
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        # Not cached: a cached logger keeps the configuration it first saw, so a later configure_logging()
+        # (serve after eval in one process) or structlog.testing.capture_logs() would not reach it.
+        cache_logger_on_first_use=False,
     )
     # uvicorn and asyncpg log through the standard library; keep them in the same stream and format.
     handler = logging.StreamHandler(sys.stderr)
