@@ -22,18 +22,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
-from typing import Any
-
-import multiprocessing
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
 
 import httpx
 import openai
@@ -73,7 +72,7 @@ def _answer(delay_s: float):  # type: ignore[no-untyped-def]
     return answer
 
 
-def _serve_llm(delay_s: float, conn: "multiprocessing.connection.Connection") -> None:
+def _serve_llm(delay_s: float, conn: multiprocessing.connection.Connection) -> None:
     llm = ScriptedLLM().start()
     llm.add(_answer(delay_s))
     conn.send(llm.base_url)

@@ -44,8 +44,7 @@ from gateway.magic import prompts  # noqa: E402
 from gateway.magic.lifecycle import magic_for  # noqa: E402
 from gateway.magic.run import regenerate  # noqa: E402
 from gateway.observability.logging import configure_logging  # noqa: E402
-from gateway.settings import (DatabaseSettings, LLMSettings, MagicSettings, Settings,  # noqa: E402
-                              StoreSettings)
+from gateway.settings import DatabaseSettings, LLMSettings, MagicSettings, Settings, StoreSettings  # noqa: E402
 from gateway.store import corrections  # noqa: E402
 from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM  # noqa: E402
 

@@ -209,7 +209,7 @@ async def _evaluate(run: _Run, n: int, source: Source, drafted: Drafted, began: 
     attempt.triggers = triggers(findings, run.policy)
     if attempt.result is not None and run.policy.llm_judge and not attempt.triggers and run.llm is not None:
         finding, judged = await judge(run.llm, run.q.question, run.q.evidence, drafted.sql or "", attempt.result,
-                                      model=run.model, deadline=run.deadline)
+                                      model=run.model or "", deadline=run.deadline)
         if judged is not None:
             timings["llm_ms"] += judged.llm_ms
             attempt.tokens["prompt"] += judged.prompt_tokens

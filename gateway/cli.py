@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -22,7 +22,7 @@ app = typer.Typer(
 )
 
 ConfigOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--config", "-c", help="TOML config file (default: $NL2SQL_CONFIG or ./nl2sql-gateway.toml).",
                  exists=True, dir_okay=False, envvar="NL2SQL_CONFIG"),
 ]
@@ -43,8 +43,8 @@ def _settings(config: Path | None, **overrides: Any) -> Settings:
 @app.command()
 def serve(
     config: ConfigOption = None,
-    host: Annotated[Optional[str], typer.Option(help="Listen address (server.host).")] = None,
-    port: Annotated[Optional[int], typer.Option(help="Listen port (server.port).")] = None,
+    host: Annotated[str | None, typer.Option(help="Listen address (server.host).")] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port (server.port).")] = None,
 ) -> None:
     """Serve the HTTP API with the configured databases."""
     settings = _settings(config)
@@ -59,9 +59,8 @@ def _serve(settings: Settings) -> None:
     import uvicorn
 
     from gateway.api.app import create_app
-    from gateway.observability.logging import configure_logging
-
     from gateway.auth import check_exposure
+    from gateway.observability.logging import configure_logging
 
     try:
         check_exposure(settings)  # no listening beyond loopback without API keys
@@ -77,7 +76,7 @@ def _serve(settings: Settings) -> None:
 
 @app.command()
 def demo(
-    data_dir: Annotated[Optional[Path], typer.Option(help="Where the embedded Postgres keeps its data "
+    data_dir: Annotated[Path | None, typer.Option(help="Where the embedded Postgres keeps its data "
                                                     "(default: the user data directory; reused on restart).")] = None,
     port: Annotated[int, typer.Option(help="Port to serve the gateway on (127.0.0.1 only).")] = 8000,
 ) -> None:
@@ -94,7 +93,7 @@ def demo(
 def check(
     jsonl: Annotated[bool, typer.Option("--jsonl", help="Read lines {\"id\", \"sql\"}; write lines "
                                         "{\"id\", \"allowed\", \"codes\"}.")] = False,
-    database: Annotated[Optional[str], typer.Option(help="Use this configured database's safety policy.")] = None,
+    database: Annotated[str | None, typer.Option(help="Use this configured database's safety policy.")] = None,
     config: ConfigOption = None,
 ) -> None:
     """Check SQL read from stdin without running it; print the verdict as JSON.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from dataclasses import dataclass
 
 import structlog
-from dataclasses import dataclass
 
 from gateway import errors, safety
 from gateway.execute import QueryResult, run_query

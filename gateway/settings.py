@@ -325,9 +325,11 @@ def _refuse_secrets(data: Any, where: str) -> None:
         for key, value in data.items():
             here = f"{where}: {key}"
             if key.lower() in SECRET_KEYS:
-                raise ConfigError(f"{here}: secrets belong in the environment (NL2SQL_...__{key.upper()}), not the file")
+                raise ConfigError(
+                    f"{here}: secrets belong in the environment (NL2SQL_...__{key.upper()}), not the file")
             if key == "dsn" and isinstance(value, str) and urlsplit(value).password:
-                raise ConfigError(f"{here}: the DSN carries a password; secrets belong in the environment (NL2SQL_...__PASSWORD)")
+                raise ConfigError(
+                    f"{here}: the DSN carries a password; secrets belong in the environment (NL2SQL_...__PASSWORD)")
             _refuse_secrets(value, here)
     elif isinstance(data, list):
         for item in data:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-from pydantic import BaseModel
 from prometheus_client.metrics import MetricWrapperBase
+from pydantic import BaseModel
 
 from gateway import errors
 from gateway.observability import metrics
@@ -70,9 +68,9 @@ def test_every_error_code_is_documented() -> None:
 
 
 def test_every_cli_command_is_documented_and_has_help() -> None:
-    from gateway.cli import app
-
     import typer.main
+
+    from gateway.cli import app
 
     group = typer.main.get_command(app)
     for name, command in group.commands.items():  # type: ignore[attr-defined]

@@ -55,7 +55,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
             state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
             state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
-            state.llm = await stack.enter_async_context(open_llm(settings.llm))  # None: /v1/ask answers llm_not_configured
+            # None when no endpoint is configured: /v1/ask then answers llm_not_configured
+            state.llm = await stack.enter_async_context(open_llm(settings.llm))
             await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
             log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
             yield

@@ -76,7 +76,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.error("unhandled_error", error=repr(exc), exc_info=exc)
-    return problem_response(errors.GatewayError("an unexpected error occurred; it has been logged"), _request_id(request))
+    error = errors.GatewayError("an unexpected error occurred; it has been logged")
+    return problem_response(error, _request_id(request))
 
 
 def install(app: FastAPI) -> None:

@@ -25,19 +25,21 @@ router = APIRouter(prefix="/v1", tags=["feedback"])
     response_model=FeedbackResponse,
     status_code=201,
     summary="Tell the gateway whether an answer was right",
-    description="Idempotent per request and client (the API key; `X-Client-Id` when auth is off): the same feedback again answers "
-    "200 with the stored row, different feedback `feedback_conflict`. `correct` makes the question and its SQL "
-    "a verified example; `incorrect` with `corrected_sql` stores a verified correction once that SQL passed "
-    "the safety check and ran. A 2xx means the feedback is committed.",
+    description="Idempotent per request and client (the API key; `X-Client-Id` when auth is off): the same "
+    "feedback again answers 200 with the stored row, different feedback `feedback_conflict`. `correct` makes "
+    "the question and its SQL a verified example; `incorrect` with `corrected_sql` stores a verified "
+    "correction once that SQL passed the safety check and ran. A 2xx means the feedback is committed.",
     responses={200: {"description": "This feedback had been recorded before.", "model": FeedbackResponse},
-               **openapi_responses(errors.Unauthorized, errors.Forbidden, errors.MalformedBody, errors.InvalidRequest, errors.UnknownRequest,
+               **openapi_responses(errors.Unauthorized, errors.Forbidden, errors.MalformedBody, errors.InvalidRequest,
+                                   errors.UnknownRequest,
                                    errors.FeedbackConflict, errors.CorrectionBlocked, errors.SqlTooLarge,
                                    errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable,
                                    errors.StoreNotConfigured, errors.StoreUnavailable)},
 )
 async def post_feedback(
     body: FeedbackRequest,
-    x_client_id: Annotated[str | None, Header(description="Who gives the feedback when auth is off; with auth, the API key decides.")] = None,
+    x_client_id: Annotated[str | None, Header(
+        description="Who gives the feedback when auth is off; with auth, the API key decides.")] = None,
     state: GatewayState = Depends(get_state),
     principal: Principal = Depends(authorize),
 ) -> Response:

@@ -8,8 +8,14 @@ from fastapi import APIRouter, Depends, Path
 
 from gateway import errors
 from gateway.api.deps import get_state
-from gateway.api.models import (ActivateRequest, GuidelineDetail, GuidelineList, GuidelineSummary, RegenerateRequest,
-                                RegenerateResponse)
+from gateway.api.models import (
+    ActivateRequest,
+    GuidelineDetail,
+    GuidelineList,
+    GuidelineSummary,
+    RegenerateRequest,
+    RegenerateResponse,
+)
 from gateway.api.problems import openapi_responses
 from gateway.auth.access import authorize
 from gateway.feedback import store_of

@@ -28,7 +28,11 @@ app = typer.Typer(name="keys", help="Create, list and revoke the API keys client
                   no_args_is_help=True)
 
 # Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Path | None], Settings] = lambda config: Settings()
+def _default_load(config: Path | None) -> Settings:
+    return Settings()
+
+
+load: Callable[[Path | None], Settings] = _default_load
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]

@@ -3,10 +3,11 @@
 When the whole schema fits the budget it is kept whole (pruning can only lose information). Otherwise each
 table is scored by the question's keywords it shares with its name (weight 3), its column names (2), its
 comments and the DBA's descriptions (1) and its sample values (2), plus the tables that value hints point
-to (4); tables under a quarter of the best score count as unrelated. Tables are then taken greedily while they fit, by score plus a bonus for a foreign-key bridge
-between two kept tables (``customers`` between ``orders`` and ``regions``: the join path is needed even
-when the question never names it); direct neighbours of the best-scored table come last. A table that does not fit
-in full is tried in compact form (no comments or sample values).
+to (4); tables under a quarter of the best score count as unrelated. Tables are then taken greedily while
+they fit, by score plus a bonus for a foreign-key bridge between two kept tables (``customers`` between
+``orders`` and ``regions``: the join path is needed even when the question never names it); direct
+neighbours of the best-scored table come last. A table that does not fit in full is tried in compact form
+(no comments or sample values).
 """
 
 from __future__ import annotations

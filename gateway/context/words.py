@@ -20,7 +20,16 @@ WORD = re.compile(r"[^\W_]+", re.UNICODE)
 QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|“([^”]{1,80})”")
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
-STOPWORDS = frozenset(["a", "about", "above", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "each", "else", "every", "few", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "just", "list", "me", "more", "most", "my", "no", "not", "of", "on", "only", "or", "other", "our", "over", "per", "same", "show", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "give", "get", "find", "tell", "many", "much", "number", "total", "top"])
+STOPWORDS = frozenset([
+    "a", "about", "above", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
+    "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "each",
+    "else", "every", "few", "for", "from", "had", "has", "have", "how", "i", "if", "in", "into", "is", "it",
+    "its", "just", "list", "me", "more", "most", "my", "no", "not", "of", "on", "only", "or", "other", "our",
+    "over", "per", "same", "show", "should", "so", "some", "such", "than", "that", "the", "their", "them",
+    "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very",
+    "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
+    "would", "you", "your", "give", "get", "find", "tell", "many", "much", "number", "total", "top",
+])
 
 
 def lemma(word: str) -> str:

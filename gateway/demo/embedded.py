@@ -26,8 +26,8 @@ import os
 import pwd
 import shlex
 import shutil
-import stat
 import socket
+import stat
 import subprocess
 import tempfile
 import time

@@ -25,7 +25,8 @@ Try:
   curl -s http://127.0.0.1:{port}/v1/databases
   curl -s http://127.0.0.1:{port}/v1/databases/demo/schema | head -c 600
   curl -s -X POST http://127.0.0.1:{port}/v1/sql -H 'content-type: application/json' \\
-       -d '{{"database": "demo", "sql": "SELECT r.name, count(*) AS orders FROM orders o JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id GROUP BY r.name ORDER BY orders DESC"}}'
+       -d '{{"database": "demo", "sql": "SELECT r.name, count(*) AS orders FROM orders o JOIN customers c \
+USING (customer_id) JOIN regions r ON r.region_id = c.region_id GROUP BY r.name ORDER BY orders DESC"}}'
   curl -s -X POST http://127.0.0.1:{port}/v1/check -H 'content-type: application/json' \\
        -d '{{"sql": "SELECT pg_sleep(10)"}}'
   curl -s -X POST http://127.0.0.1:{port}/v1/ask -H 'content-type: application/json' \\

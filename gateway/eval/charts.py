@@ -45,7 +45,7 @@ def write_charts(report: dict[str, Any], folder: Path) -> list[str]:
     ax.bar(xs, fixed, 0.6, label="fixed by reflection (wrong → right)", color="#3a9a5b")
     ax.bar(xs, broken, 0.6, label="broken by reflection (right → wrong)", color="#c0504d")
     ax.axhline(0, color="black", linewidth=0.8)
-    for x, f, b in zip(xs, fixed, broken):
+    for x, f, b in zip(xs, fixed, broken, strict=True):
         if f:
             ax.annotate(f"+{f}", (x, f), ha="center", va="bottom", fontsize=8)
         if b:
@@ -71,7 +71,7 @@ def write_charts(report: dict[str, Any], folder: Path) -> list[str]:
     right.bar([x - width / 2 for x in xs], p50, width, label="p50", color="#4f9fa8")
     right.bar([x + width / 2 for x in xs], p95, width, label="p95", color="#a8d4d9")
     calls = [s["llm_calls_per_question"] or 0 for s in scenarios]
-    for x, c, h in zip(xs, calls, p95):
+    for x, c, h in zip(xs, calls, p95, strict=True):
         right.annotate(f"{c:.2f} calls", (x, h), ha="center", va="bottom", fontsize=7)
     right.set_title("Latency per question (s) and LLM calls")
     _xticks(right, xs, names)

@@ -76,7 +76,8 @@ async def _guidelines(settings: Settings, store: Store | None, questions: Sequen
 
 def summary_table(report: dict[str, Any]) -> str:
     """The scenarios at a glance, for the terminal."""
-    header = f"{'scenario':<24} {'EX':>7} {'EX+cols':>8} {'first':>7} {'fixed':>6} {'broken':>7} {'tokens/q':>9} {'p50 ms':>8}"
+    header = (f"{'scenario':<24} {'EX':>7} {'EX+cols':>8} {'first':>7} {'fixed':>6} {'broken':>7} "
+              f"{'tokens/q':>9} {'p50 ms':>8}")
     lines = [header, "-" * len(header)]
     for s in report["scenarios"]:
         def pct(v: float | None) -> str:

@@ -92,7 +92,7 @@ class Targets:
     by_name: dict[str, Target] = field(default_factory=dict)
 
     @classmethod
-    async def open(cls, settings: Settings) -> "Targets":
+    async def open(cls, settings: Settings) -> Targets:
         targets = cls()
         for name, db in settings.databases.items():
             targets.by_name[name] = Target(name, db, await create_pool(db))

@@ -14,7 +14,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -32,9 +32,9 @@ app = typer.Typer(name="guideline", help="List, show, diff, regenerate, activate
                   "self-correction guideline versions kept in the store.", no_args_is_help=True)
 
 # Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Optional[Path]], Settings] = lambda config: Settings()  # noqa: E731
+load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
-ConfigOption = Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML config file.", exists=True,
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]
 
 
@@ -137,7 +137,7 @@ def diff(
 
 @app.command()
 def regenerate(
-    activate: Annotated[Optional[bool], typer.Option("--activate/--no-activate", help="Gate and activate a "
+    activate: Annotated[bool | None, typer.Option("--activate/--no-activate", help="Gate and activate a "
                         "passing candidate (default: magic.auto_activate).")] = None,
     config: ConfigOption = None,
 ) -> None:
@@ -169,7 +169,7 @@ def activate(
 
 @app.command()
 def rollback(
-    version: Annotated[Optional[str], typer.Argument(help="The version to go back to (default: the one "
+    version: Annotated[str | None, typer.Argument(help="The version to go back to (default: the one "
                        "active before the current one).")] = None,
     config: ConfigOption = None,
 ) -> None:

@@ -79,7 +79,8 @@ async def run_cycle(state: GatewayState, agents: Agents, case: Case, gold: Query
     for iteration in range(1, max_iterations + 1):
         feedback = await agents.feedback(feedback_instructions, case)
         if leaks(feedback, case.correct_sql):
-            answer, revised, problem = feedback, None, "feedback quoted the correct SQL"
+            answer, revised = feedback, None
+            problem: str | None = "feedback quoted the correct SQL"
         else:
             answer = await agents.correction(correction_instructions, case, feedback)
             revised = extract_sql(answer)

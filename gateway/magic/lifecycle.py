@@ -104,7 +104,8 @@ def render_markdown(v: GuidelineVersion) -> str:
     ]
     if v.evaluation:
         e = v.evaluation
-        lines.append(f"- evaluation ({e.get('method')}): {'passed' if e.get('passed') else 'failed'}; {e.get('reason')}")
+        verdict = "passed" if e.get("passed") else "failed"
+        lines.append(f"- evaluation ({e.get('method')}): {verdict}; {e.get('reason')}")
     lines += ["", v.text.strip(), ""]
     return "\n".join(lines)
 

@@ -176,7 +176,8 @@ async def _process(magic: Magic, agents: Agents, run_id: int, pending: list[Stor
 async def refresh_gauges(store: Store, settings: MagicSettings) -> None:
     """Corrections pending and the active version, for the metrics scrape."""
     try:
-        metrics.CORRECTIONS_PENDING.set(await corrections.count_pending(store.pool, verified_only=settings.verified_only))
+        pending = await corrections.count_pending(store.pool, verified_only=settings.verified_only)
+        metrics.CORRECTIONS_PENDING.set(pending)
         active = await guidelines.active(store.pool)
         metrics.GUIDELINE_ACTIVE_VERSION.set(active.version if active else 0)
     except Exception as exc:  # noqa: BLE001 - gauges are best effort

@@ -183,7 +183,7 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
                     hidden_columns.add(ckey)
         instructions += [i.strip() for i in m.instructions]
         functions |= {f.lower() for f in m.extra_functions}
-        for i, key in enumerate(("max_rows", "max_joins", "max_subquery_depth")):
+        for key in ("max_rows", "max_joins", "max_subquery_depth"):
             value = getattr(m.limits, key)
             if value is not None:
                 if key in limits and limits[key] != value:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from gateway.safety import sqlglot_reading, statement
 from gateway.safety.context import Context
 from gateway.safety.model import Finding, Verdict
 from gateway.safety.policy import Policy
 from gateway.safety.rules import RULES
-from gateway.safety import sqlglot_reading, statement
 from gateway.safety.tree import index
 
 _DEFAULT = Policy()

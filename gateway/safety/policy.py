@@ -46,7 +46,7 @@ class Policy(BaseModel):
         default=1_000_000, ge=1, description="Largest row count a generate_series call may produce."
     )
 
-    def merged(self, **additions: frozenset[str]) -> "Policy":
+    def merged(self, **additions: frozenset[str]) -> Policy:
         """A copy with set-valued fields extended (used when rules add hidden objects or functions)."""
         update = {name: getattr(self, name) | frozenset(values) for name, values in additions.items()}
         return self.model_copy(update=update)

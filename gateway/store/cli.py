@@ -5,20 +5,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from gateway.settings import Settings
 
 # Set by gateway.cli: how to load the settings.
-load: Callable[[Optional[Path]], Settings] = lambda config: Settings()  # noqa: E731
+load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 
 def migrate(
     status: Annotated[bool, typer.Option("--status", help="Only list the migrations and whether each is "
                                          "applied.")] = False,
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML config file.", exists=True,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                    dir_okay=False, envvar="NL2SQL_CONFIG")] = None,
 ) -> None:
     """Apply the store's pending migrations (numbered .sql files), one transaction each, under an advisory lock."""

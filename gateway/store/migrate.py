@@ -69,7 +69,8 @@ async def migrate(conn: asyncpg.Connection) -> list[int]:
     await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK_KEY)
     try:
         await conn.execute(SCHEMA_MIGRATIONS_SQL)
-        done = {r["version"]: r["checksum"] for r in await conn.fetch("SELECT version, checksum FROM schema_migrations")}
+        rows = await conn.fetch("SELECT version, checksum FROM schema_migrations")
+        done = {r["version"]: r["checksum"] for r in rows}
         for migration in available():
             if migration.version in done:
                 if done[migration.version] != migration.checksum:

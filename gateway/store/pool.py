@@ -11,7 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import asyncpg
 
@@ -20,7 +20,7 @@ from gateway.settings import StoreSettings
 from gateway.store.migrate import migrate
 
 # Either the pool or one of its connections: both answer fetch/fetchrow/fetchval/execute.
-Db = Union[asyncpg.Pool, asyncpg.Connection]
+Db = asyncpg.Pool | asyncpg.Connection
 
 # Failures that mean "the store is not reachable", as opposed to a bug in our SQL.
 UNAVAILABLE = (

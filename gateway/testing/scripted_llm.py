@@ -15,7 +15,6 @@ is recorded in ``llm.requests`` so that tests can assert on prompts.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import threading
 import time
@@ -150,7 +149,7 @@ class ScriptedLLM:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "ScriptedLLM":
+    def start(self) -> ScriptedLLM:
         app = Starlette(routes=[
             Route("/v1/chat/completions", self._completions, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
@@ -177,7 +176,7 @@ class ScriptedLLM:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def __enter__(self) -> "ScriptedLLM":
+    def __enter__(self) -> ScriptedLLM:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -6,7 +6,7 @@ prompt in turn; prompts are told apart by their system message, exactly as the g
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any

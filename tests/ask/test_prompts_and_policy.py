@@ -6,7 +6,15 @@ from pathlib import Path
 
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.ask.helpers import (
-    GUIDELINE_MARKER, ask_settings, gateway, is_generation, is_judge, is_reflection, post_ask, script, sql,
+    GUIDELINE_MARKER,
+    ask_settings,
+    gateway,
+    is_generation,
+    is_judge,
+    is_reflection,
+    post_ask,
+    script,
+    sql,
 )
 
 

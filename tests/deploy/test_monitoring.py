@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import promql_parser
@@ -12,7 +11,14 @@ import pytest
 import yaml
 
 from tests.deploy.paths import (
-    ALERTS, COMPOSE, DASHBOARDS, DEPLOY, OPERATIONS, PROMETHEUS, bind_mounts, host_path,
+    ALERTS,
+    COMPOSE,
+    DASHBOARDS,
+    DEPLOY,
+    OPERATIONS,
+    PROMETHEUS,
+    bind_mounts,
+    host_path,
 )
 from tests.deploy.promql import PROMETHEUS_SERIES, exported_series, metric_names
 

@@ -85,7 +85,7 @@ def _interval_seconds(text: str) -> float | None:
     if not words or len(words) % 2:
         return None
     total = 0.0
-    for amount, unit in zip(words[::2], words[1::2]):
+    for amount, unit in zip(words[::2], words[1::2], strict=True):
         unit = unit.lower().rstrip("s") or "s"
         try:
             total += float(amount) * _UNIT_SECONDS[unit]

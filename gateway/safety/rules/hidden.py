@@ -65,10 +65,10 @@ def hidden(ctx: Context, policy: Policy) -> Iterator[Finding]:
                               col, pos)
         elif parts:
             qualifier, col = parts[-2], parts[-1]
-            tables = aliases.get(qualifier)
+            named = aliases.get(qualifier)
             # An unknown qualifier is a subquery or CTE; its own body is checked, but err on the safe side.
-            if tables:
-                hit = col in everywhere or any(col in cols.get(t, ()) for t in tables)
+            if named:
+                hit = col in everywhere or any(col in cols.get(t, ()) for t in named)
             else:
                 hit = col in hidden_names
             if hit:
