@@ -5,10 +5,13 @@
 Starts an embedded Postgres with the demo database and the gateway as a real uvicorn server (uvloop,
 httptools) on loopback, then for each typical BI query interleaves, round after round:
   (a) direct asyncpg: the same SQL in a read-only transaction on a warm connection,
-  (b) the HTTP floor: GET /healthz on the same server (middleware, routing, no work),
+  (b) the HTTP floor: an empty POST route of the same app taking the same body (bench/floor_app.py:
+      middleware, routing, dependencies, body parsing; no work),
   (c) POST /v1/sql with the same SQL,
 and times (s) the safety check alone in-process. Prints medians and p99 in ms, the gateway's own work
 (c - b - a), c/a and c - a. The client runs in this process on the same two cores as the server.
+By default each query repeats (as dashboards do), so the gateway's verdict cache and asyncpg's statement
+cache help; ``--unique`` makes every statement new, the cost of one-off SQL.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from gateway.demo.embedded import EmbeddedPostgres  # noqa: E402
 from gateway.demo.generator import ensure_demo_database  # noqa: E402
 
 QUERIES = {
-    "point lookup": "SELECT customer_id, first_name, last_name, email FROM customers WHERE customer_id = 42",
+    "point lookup": "SELECT customer_id, first_name, last_name, city, country FROM customers WHERE customer_id = 42",
     "revenue by region": (
         "SELECT r.name, sum(o.total_amount) AS revenue FROM orders o "
         "JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id "
@@ -67,7 +70,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def measure(dsn: str, base_url: str, rounds: int) -> list[tuple[str, dict[str, list[float]]]]:
+async def measure(dsn: str, base_url: str, rounds: int, unique: bool) -> list[tuple[str, dict[str, list[float]]]]:
     conn = await asyncpg.connect(dsn)
     results = []
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
@@ -75,13 +78,16 @@ async def measure(dsn: str, base_url: str, rounds: int) -> list[tuple[str, dict[
             samples: dict[str, list[float]] = {"s": [], "a": [], "b": [], "c": []}
             body = {"database": "demo", "sql": sql}
             for i in range(rounds + 20):  # the first 20 rounds warm caches and pools
+                if unique:  # a new text each round: no verdict or statement cache can help either side
+                    sql = f"{QUERIES[name]} /* round {i} */"
+                    body = {"database": "demo", "sql": sql}
                 t0 = time.perf_counter()
                 safety.check(sql)
                 t1 = time.perf_counter()
                 async with conn.transaction(readonly=True):
                     await conn.fetch(sql)
                 t2 = time.perf_counter()
-                floor = await http.get("/healthz")
+                floor = await http.post("/bench/floor", json=body)
                 t3 = time.perf_counter()
                 response = await http.post("/v1/sql", json=body)
                 t4 = time.perf_counter()
@@ -120,6 +126,9 @@ def report(results: list[tuple[str, dict[str, list[float]]]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=200, help="samples per query and side")
+    parser.add_argument("--unique", action="store_true",
+                        help="make every statement new (a round-number comment): measures one-off SQL, with no "
+                        "help from the gateway's verdict cache or asyncpg's statement cache on either side")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nl2sqlbench-") as tmp:
         server = EmbeddedPostgres(Path(tmp) / "pg", durable=False)
@@ -128,9 +137,11 @@ def main() -> None:
         try:
             dsn = asyncio.run(ensure_demo_database(server.admin_dsn))
             port = free_port()
-            env = {**os.environ, "NL2SQL_DATABASES__DEMO__DSN": dsn, "NL2SQL_LOGGING__LEVEL": "INFO"}
+            # Loopback only, so access control may be off (with it on, a cached key costs a dict lookup).
+            env = {**os.environ, "NL2SQL_DATABASES__DEMO__DSN": dsn, "NL2SQL_LOGGING__LEVEL": "INFO",
+                   "NL2SQL_AUTH__ENABLED": "false"}
             proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "--factory", "gateway.api.app:app_factory", "--host", "127.0.0.1",
+                [sys.executable, "-m", "uvicorn", "--factory", "bench.floor_app:floor_app", "--host", "127.0.0.1",
                  "--port", str(port), "--loop", "uvloop", "--http", "httptools", "--no-access-log",
                  "--log-level", "warning"],
                 env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -146,8 +157,9 @@ def main() -> None:
                 if time.monotonic() > deadline:
                     raise SystemExit("gateway did not start")
                 time.sleep(0.1)
-            print(f"{args.rounds} interleaved rounds per query; times in ms; 2-core shared machine\n")
-            report(asyncio.run(measure(dsn, base_url, args.rounds)))
+            mode = "every statement new (--unique)" if args.unique else "repeated statements (dashboards)"
+            print(f"{args.rounds} interleaved rounds per query, {mode}; times in ms; 2-core shared machine\n")
+            report(asyncio.run(measure(dsn, base_url, args.rounds, args.unique)))
         finally:
             if proc is not None:
                 proc.terminate()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import structlog
@@ -30,10 +31,39 @@ def query_hash(sql: str) -> str:
     return hashlib.sha256(sql.encode()).hexdigest()[:16]
 
 
+class _Verdicts:
+    """Recent verdicts, per policy object: ``safety.check`` is a pure function of (SQL, policy), and
+    dashboards send the same statements over and over. A new policy (rules reloaded, other database)
+    is a different object, so its verdicts are never confused with another's."""
+
+    MAX_ENTRIES = 4096
+    MAX_SQL_CHARS = 16_384  # long one-off statements are not worth the memory
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[int, str], tuple[safety.Policy, safety.Verdict]] = OrderedDict()
+
+    def check(self, sql: str, policy: safety.Policy) -> safety.Verdict:
+        if len(sql) > self.MAX_SQL_CHARS:
+            return safety.check(sql, policy)
+        key = (id(policy), sql)
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] is policy:  # the policy is held by the entry: its id is not reused
+            self._entries.move_to_end(key)
+            return hit[1]
+        verdict = safety.check(sql, policy)
+        self._entries[key] = (policy, verdict)
+        if len(self._entries) > self.MAX_ENTRIES:
+            self._entries.popitem(last=False)
+        return verdict
+
+
+_verdicts = _Verdicts()
+
+
 def check_sql(state: GatewayState, sql: str, database: str | None) -> safety.Verdict:
     """Run the static safety check with the database's policy; count blocks by code."""
     _enforce_size(state, sql, database)
-    verdict = safety.check(sql, state.policy(database))
+    verdict = _verdicts.check(sql, state.policy(database))
     for code in verdict.codes:
         metrics.SAFETY_BLOCKS.labels(code).inc()
     return verdict

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from gateway.store import Store
 
 
+DEFAULT_POLICY = Policy()  # one object, so verdicts checked without a database are cached too
+
+
 @dataclass
 class GatewayState:
     settings: Settings
@@ -62,7 +65,7 @@ class GatewayState:
     def policy(self, name: str | None) -> Policy:
         """The safety policy for a database: its settings, plus what its rules add."""
         if name is None:
-            return Policy()
+            return DEFAULT_POLICY
         policy = self.target(name).settings.safety
         return self.rules.policy_for(name, policy) if self.rules is not None else policy
 

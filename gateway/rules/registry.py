@@ -28,6 +28,7 @@ class RulesRegistry:
         self._sets: dict[str, RuleSet] = {}
         self._signatures: dict[str, Signature] = {}
         self._problems: dict[str, list[RuleProblem]] = {}
+        self._policies: dict[str, tuple[RuleSet, Policy, Policy]] = {}
 
     def get(self, database: str) -> RuleSet:
         """The rule set in force for ``database`` (empty when it has no rule file)."""
@@ -46,13 +47,20 @@ class RulesRegistry:
     def policy_for(self, database: str, base: Policy) -> Policy:
         """``base`` plus what the rules add: hidden tables and columns, extra functions, tighter limits."""
         rules = self.get(database)
+        # Memoized per (rule set, base): the same object comes back until either changes, which lets the
+        # SQL path cache verdicts per policy (gateway.client_sql) instead of re-checking repeated SQL.
+        memo = self._policies.get(database)
+        if memo is not None and memo[0] is rules and memo[1] is base:
+            return memo[2]
         policy = base.merged(hidden_tables=rules.hidden_tables, hidden_columns=rules.hidden_columns,
                              extra_functions=rules.extra_functions)
         tighter = {name: min(getattr(policy, name), value)
                    for name, value in (("max_joins", rules.limits.max_joins),
                                        ("max_subquery_depth", rules.limits.max_subquery_depth))
                    if value is not None}
-        return policy.model_copy(update=tighter) if tighter else policy
+        policy = policy.model_copy(update=tighter) if tighter else policy
+        self._policies[database] = (rules, base, policy)
+        return policy
 
     def _reload(self, database: str, files: list[Path]) -> None:
         ruleset, problems = load_ruleset(database, files)

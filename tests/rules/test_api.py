@@ -48,3 +48,20 @@ async def test_rules_max_rows_tightens_the_row_cap(demo_dsn: str, tmp_path: Path
         assert len(answer["rows"]) == 2
         answer = (await http.post("/v1/sql", json={**body, "max_rows": 50})).json()
         assert len(answer["rows"]) == 3  # a request cannot loosen the rules
+
+
+async def test_a_cached_verdict_never_outlives_a_rule_edit(demo_dsn: str, tmp_path: Path) -> None:
+    """/v1/sql caches verdicts of repeated SQL per policy; hiding a column must block the same text next time."""
+    rules = tmp_path / "demo.yaml"
+    rules.write_text("instructions: [\"be careful\"]\n")
+    app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
+    body = {"database": "demo", "sql": "SELECT max(salary) FROM employees"}
+    async with app.router.lifespan_context(app), \
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+        for _ in range(2):  # the second answer comes from the cache
+            assert (await http.post("/v1/sql", json=body)).status_code == 200
+        rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n")
+        blocked = await http.post("/v1/sql", json=body)
+        assert blocked.status_code == 422 and "hidden_column" in blocked.json()["codes"]
+        rules.write_text("instructions: [\"be careful again\"]\n")
+        assert (await http.post("/v1/sql", json=body)).status_code == 200
