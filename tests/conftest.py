@@ -11,6 +11,8 @@ Fixtures:
 - ``demo_dsn`` / ``demo_admin_dsn`` (session): the demo database, built once, as the read-only role
   ``nl2sql_reader`` / as the superuser.
 - ``fresh_db`` (function): the superuser DSN of a new, empty, uniquely named database, dropped afterwards.
+- ``llm_server`` (session) / ``llm`` (function): a scripted OpenAI-compatible server on loopback
+  (gateway.testing.scripted_llm), reset around each test that uses ``llm``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pytest
 
 from gateway.demo.embedded import EmbeddedPostgres, StopMode
 from gateway.demo.generator import derive_dsn, ensure_demo_database
+from gateway.testing.scripted_llm import ScriptedLLM
 
 # Apps under test run in-process or on 127.0.0.1, so access control is off unless a test turns it on
 # (tests/auth builds its settings with AuthSettings(enabled=True)); production's default stays on.
@@ -128,3 +131,18 @@ async def fresh_db(pg: PgServer) -> AsyncIterator[str]:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await admin.close()
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[ScriptedLLM]:
+    """One scripted OpenAI-compatible server on loopback for the whole session."""
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
+    """The session's scripted LLM with an empty script and no recorded requests, before and after."""
+    llm_server.reset()
+    yield llm_server
+    llm_server.reset()

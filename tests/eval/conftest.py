@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gateway.testing.scripted_llm import ScriptedLLM
 from tests.eval.helpers import GUIDELINE_MARKER
-
-
-@pytest.fixture(scope="session")
-def llm_server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as server:
-        yield server
-
-
-@pytest.fixture
-def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    llm_server.reset()
-    yield llm_server
-    llm_server.reset()
 
 
 @pytest.fixture
