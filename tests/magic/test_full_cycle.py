@@ -8,6 +8,7 @@ from pathlib import Path
 from gateway import prompts as ask_prompts
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 from tests.magic.helpers import GUIDELINE_TAG, MagicScript, case, gateway, number_in, settings_for
+from tests.magic.test_cli import cli
 
 
 def is_generation(r: LLMRequest) -> bool:
@@ -70,3 +71,11 @@ async def test_corrections_in_guideline_out_activated_then_used_in_reflection(
     assert "nl2sql_guideline_active_version 1.0" in metrics
     assert 'nl2sql_regeneration_runs_total{outcome="activated"} 1.0' in metrics
     assert len(script.calls("guideline")) == 1
+
+    # The DBA's view of the generated version, through the real command line.
+    shown = cli(["guideline", "show"], fresh_db, tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "# Guideline v1 (active)" in shown.stdout
+    provenance = ", ".join(str(c) for c in detail["provenance"]["corrections"])
+    assert f"provenance: 10 correction(s): {provenance}" in shown.stdout
+    assert detail["text"].strip() in shown.stdout  # the generated reminders, numbered, with ask-to-myself
