@@ -3,39 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.serving import start_serve
 
 
 def test_serve_logs_json_lines_with_request_context(demo_dsn: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    port = free_port()
-    env = {**os.environ, "NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_LOGGING__JSON_LOGS": "true"}
-    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--port", str(port)], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc, base = start_serve({"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_LOGGING__JSON_LOGS": "true"},
+                             tmp_path)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
         ok = httpx.post(base + "/v1/sql", json={"database": "demo", "sql": "SELECT region_id FROM regions"},
                         headers={"x-request-id": "req-42"})
         blocked = httpx.post(base + "/v1/sql", json={"database": "demo", "sql": "SELECT pg_sleep(1)"})

@@ -3,39 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
 from gateway.testing.scripted_llm import Reply, ScriptedLLM
 from tests.backpressure.helpers import ANSWER, QUESTION
-from tests.test_serve import free_port
+from tests.serving import start_serve
 
 
 async def test_sigterm_lets_requests_in_flight_finish(demo_dsn: str, llm: ScriptedLLM, tmp_path: Path) -> None:
     llm.add_reply(Reply(ANSWER, delay_s=2.0))
-    port = free_port()
-    env = {**os.environ, "NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_LLM__BASE_URL": llm.base_url,
+    env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_LLM__BASE_URL": llm.base_url,
            "NL2SQL_LLM__MODEL": "scripted-model", "NL2SQL_AUTH__ENABLED": "false",
            "NL2SQL_LOGGING__JSON_LOGS": "true"}
-    proc = await asyncio.to_thread(
-        subprocess.Popen, [sys.executable, "-m", "gateway", "serve", "--port", str(port)], env=env, cwd=tmp_path,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = await asyncio.to_thread(start_serve, env, tmp_path)
     try:
         async with httpx.AsyncClient(base_url=base, timeout=30) as http:
-            for _ in range(300):  # bounded wait for the server to listen
-                try:
-                    if (await http.get("/healthz")).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-                await asyncio.sleep(0.1)
             slow = [asyncio.create_task(http.post("/v1/ask", json={"question": QUESTION, "database": "demo"}))
                     for _ in range(4)]
             for _ in range(300):  # every question is now waiting on the (2 s) LLM

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import asyncpg
@@ -15,7 +11,7 @@ import httpx
 from gateway.settings import StoreSettings
 from gateway.store import Store, audit
 from tests.magic.helpers import case
-from tests.test_serve import free_port
+from tests.serving import start_serve
 
 
 async def test_feedback_that_returned_201_survives_sigkill(demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:
@@ -27,23 +23,10 @@ async def test_feedback_that_returned_201_survives_sigkill(demo_dsn: str, fresh_
     finally:
         await store.close()
 
-    port = free_port()
-    env = {**os.environ, "NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_STORE__DSN": fresh_db,
+    env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_STORE__DSN": fresh_db,
            "NL2SQL_AUTH__ENABLED": "false", "NL2SQL_MAGIC__SCHEDULE": "false"}
-    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--port", str(port)], env=env, cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc, base = start_serve(env, tmp_path)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
         answer = httpx.post(base + "/v1/feedback", headers={"X-Client-Id": "analyst"}, timeout=30, json={
             "request_id": "req-kill", "verdict": "incorrect", "corrected_sql": case(7).correct_sql})
         # No graceful anything: the process dies the moment the answer is in.

@@ -1,0 +1,42 @@
+"""`nl2sql-gateway serve` as a real process on loopback, for tests that need the real server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_serve(env: dict[str, str], cwd: Path, *, stdout: int = subprocess.DEVNULL,
+                timeout_s: float = 30) -> tuple[subprocess.Popen[str], str]:
+    """Start the server with ``env`` on top of this environment; return once ``/healthz`` answers.
+
+    The process's stderr is a pipe (read it after it stopped); its base URL is returned with it.
+    """
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--port", str(port)],
+                            env={**os.environ, **env}, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            _, stderr = proc.communicate(timeout=30)
+            raise AssertionError(f"the server did not start: {stderr}")
+        time.sleep(0.1)
