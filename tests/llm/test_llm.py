@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from pydantic import SecretStr
@@ -18,17 +18,10 @@ from gateway.testing.scripted_llm import Reply, ScriptedLLM
 MESSAGES = [{"role": "user", "content": "hello"}]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[ScriptedLLM]:
-    with ScriptedLLM() as llm:
-        yield llm
-
-
 @pytest.fixture
-def scripted(server: ScriptedLLM) -> Iterator[ScriptedLLM]:
-    server.reset()
-    yield server
-    server.reset()
+def scripted(llm: ScriptedLLM) -> ScriptedLLM:
+    """The session's scripted LLM (tests/conftest.py), reset around each test."""
+    return llm
 
 
 async def client(scripted: ScriptedLLM, **settings: object) -> AsyncIterator[LLMClient]:
