@@ -1,4 +1,4 @@
-"""`nl2sql-gateway serve` as a real process on loopback, for tests that need the real server."""
+"""The gateway under test: `nl2sql-gateway serve` as a real process on loopback, or the app in-process."""
 
 from __future__ import annotations
 
@@ -7,9 +7,15 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+
+from gateway.api.app import create_app
+from gateway.settings import Settings
+from gateway.state import GatewayState
 
 
 def free_port() -> int:
@@ -40,3 +46,13 @@ def start_serve(env: dict[str, str], cwd: Path, *, stdout: int = subprocess.DEVN
             _, stderr = proc.communicate(timeout=30)
             raise AssertionError(f"the server did not start: {stderr}")
         time.sleep(0.1)
+
+
+@asynccontextmanager
+async def in_process(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, GatewayState]]:
+    """The app with its real lifespan, driven in-process over ASGI (an LLM is still reached over real HTTP)."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=120) as http:
+            yield http, app.state.gateway

@@ -6,18 +6,15 @@ prompt in turn; prompts are told apart by their system message, exactly as the g
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from gateway import prompts
-from gateway.api.app import create_app
 from gateway.settings import AskPolicy, DatabaseSettings, Limits, LLMSettings, Settings
-from gateway.state import GatewayState
 from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
+from tests.serving import in_process as gateway  # noqa: F401 - the tests import it from here
 
 GUIDELINE_MARKER = "REMINDER-7F3A"
 
@@ -60,16 +57,6 @@ def ask_settings(demo_dsn: str, dirs: dict[str, Path], base_url: str | None, *, 
         guidelines_dir=dirs["guidelines"],
         **LOCAL_ONLY,
     )
-
-
-@asynccontextmanager
-async def gateway(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, GatewayState]]:
-    """The app with its real lifespan, driven in-process (the LLM is still reached over real HTTP)."""
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=60) as http:
-            yield http, app.state.gateway
 
 
 async def post_ask(http: httpx.AsyncClient, question: str, **extra: Any) -> httpx.Response:

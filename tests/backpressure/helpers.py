@@ -3,13 +3,10 @@ backpressure settings a test asks for; shared by the backpressure and fault test
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 
-from gateway.api.app import create_app
 from gateway.settings import (
     AuthSettings,
     BackpressureSettings,
@@ -20,7 +17,7 @@ from gateway.settings import (
     Settings,
     StoreSettings,
 )
-from gateway.state import GatewayState
+from tests.serving import in_process as running  # noqa: F401 - the tests import it from here
 
 QUESTION = "How many orders are there?"
 ANSWER = "<sql>SELECT count(*) AS orders FROM orders</sql>"
@@ -47,16 +44,6 @@ def build_settings(demo_dsn: str, llm_url: str | None = None, *, limits: dict[st
         auth=AuthSettings(enabled=auth, cache_ttl_s=0),
         **extra,
     )
-
-
-@asynccontextmanager
-async def running(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, GatewayState]]:
-    """The app with its real lifespan, driven in-process over ASGI."""
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=60) as http:
-            yield http, app.state.gateway
 
 
 async def ask(http: httpx.AsyncClient, question: str = QUESTION, **headers: str) -> httpx.Response:

@@ -4,20 +4,16 @@ marker line that starts each agent's system prompt."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from gateway.api.app import create_app
 from gateway.magic import prompts
 from gateway.settings import DatabaseSettings, Limits, LLMSettings, MagicSettings, Settings, StoreSettings
-from gateway.state import GatewayState
 from gateway.store import Store, corrections
 from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
+from tests.serving import in_process as gateway  # noqa: F401 - the tests import it from here
 
 GUIDELINE_TAG = "GUIDELINE-TAG"
 
@@ -52,15 +48,6 @@ def settings_for(demo_dsn: str, store_dsn: str, llm: ScriptedLLM | None, tmp: Pa
         rules_dir=tmp / "rules",
         auth={"enabled": False},  # these tests are about feedback and MAGIC, not access control
     )
-
-
-@asynccontextmanager
-async def gateway(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, GatewayState]]:
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=120) as http:
-            yield http, app.state.gateway
 
 
 async def add_corrections(store: Store, ks: range | list[int]) -> list[int]:
