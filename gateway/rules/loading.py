@@ -192,21 +192,15 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
                 limits[key] = value
         for i, cond in enumerate(m.required_conditions):
             line = pf.line("required_conditions", i)
-            if cond.name in names:
-                problems.append(RuleProblem(str(pf.path), line, f"a rule named {cond.name!r} is already "
-                                            f"defined at {names[cond.name]}"))
+            if not _claim(names, problems, cond.name, str(pf.path), line):
                 continue
-            names[cond.name] = f"{pf.path}:{line}"
             conditions.append(RequiredCondition(cond.name, cond.applies_to.lower(), cond.sql,
                                                 cond.message or f"queries on {cond.applies_to} must satisfy "
                                                 f"{cond.sql}", str(pf.path), line))
         for i, check in enumerate(m.result_checks):
             line = pf.line("result_checks", i)
-            if check.name in names:
-                problems.append(RuleProblem(str(pf.path), line, f"a rule named {check.name!r} is already "
-                                            f"defined at {names[check.name]}"))
+            if not _claim(names, problems, check.name, str(pf.path), line):
                 continue
-            names[check.name] = f"{pf.path}:{line}"
             checks.append(ResultCheck(check.name, check.column, check.min, check.max, check.not_null,
                                       check.message))
     ruleset = RuleSet(
@@ -257,3 +251,12 @@ def _describe(err: Any) -> str:
     if err["type"] == "extra_forbidden":
         return f"unknown key {where!r}"
     return f"{where}: {err['msg']}" if where else err["msg"]
+
+
+def _claim(names: dict[str, str], problems: list[RuleProblem], name: str, path: str, line: int) -> bool:
+    """Record a rule name at ``path:line``; False, with a problem, when another rule already has it."""
+    if name in names:
+        problems.append(RuleProblem(path, line, f"a rule named {name!r} is already defined at {names[name]}"))
+        return False
+    names[name] = f"{path}:{line}"
+    return True
