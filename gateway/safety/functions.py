@@ -124,6 +124,21 @@ _SCALAR = """
 
 ALLOWED: frozenset[str] = AGGREGATES | WINDOW | frozenset(_SCALAR.split())
 
+# Functions Postgres accepts in column notation over a whole row: ``c.to_jsonb`` is ``to_jsonb(c)`` when c has
+# no column of that name (their one argument is record, composite, anyelement, "any" or alike). Taken from
+# pg_proc of Postgres 18; the check cannot tell such a call from a column, so the lineage treats ``c.NAME``
+# as a read of the whole row too (see gateway.safety.lineage).
+WHOLE_ROW_FUNCTIONS: frozenset[str] = frozenset(
+    """
+    any_out any_value anycompatible_out anycompatiblenonarray_out anyelement_out anynonarray_out array_agg
+    concat count cume_dist dense_rank first_value hash_record hash_record_extended json_agg json_agg_strict
+    json_build_array json_build_object jsonb_agg jsonb_agg_strict jsonb_build_array jsonb_build_object lag
+    last_value lead max min mode num_nonnulls num_nulls percent_rank pg_collation_for pg_column_compression
+    pg_column_size pg_column_toast_chunk_id pg_restore_attribute_stats pg_restore_relation_stats pg_typeof
+    quote_literal quote_nullable rank record_out record_send row_to_json to_json to_jsonb
+    """.split()
+)
+
 
 def blocked_reason(name: str) -> str | None:
     """Why a function (bare lower-case name) is refused outright, or None.

@@ -23,17 +23,22 @@ def load(kind: str) -> list[Case]:
     out: list[Case] = []
     for path in sorted((CASES / kind).glob("*.sql")):
         name, header, lines = None, {}, []  # type: ignore[var-annotated]
+        default_policy: str | None = None  # '-- policy-default: {...}' before the first case
 
         def flush() -> None:
             if name is None:
                 return
             expect = tuple(c.strip() for c in header.get("expect", "allowed").split(",") if c.strip())
-            policy = Policy(**json.loads(header["policy"])) if "policy" in header else None
+            raw = header.get("policy", default_policy)
+            policy = Policy(**json.loads(raw)) if raw is not None else None
             out.append(Case(f"{path.stem}: {name}", "\n".join(lines).rstrip(),
                             () if expect == ("allowed",) else expect, policy))
 
         in_header = False
         for line in path.read_text(encoding="utf-8").splitlines():
+            if name is None and line.startswith("-- policy-default:"):
+                default_policy = line.split(":", 1)[1].strip()
+                continue
             if line.startswith("-- case:"):
                 flush()
                 name, header, lines, in_header = line[8:].strip(), {}, [], True

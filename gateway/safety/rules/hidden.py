@@ -1,8 +1,11 @@
-"""Tables and columns that the database's policy hides.
+"""Tables and columns that the database's policy hides, judged on column lineage (``gateway.safety.lineage``).
 
-The checker has no schema, so it errs on the safe side: ``*`` over a table with hidden columns, ``t.*``,
-a whole-row reference (``to_jsonb(t)``), ``USING (col)`` and a NATURAL join that touches such a table are
-refused, as is an unqualified column whose name is hidden in any table the query reads.
+A hidden column may feed nothing: no output, predicate, join, grouping, ordering, window, function
+argument or cast, in any scope. Every base-table read the lineage pass finds is asked here: a read of a
+hidden column, a read of every column (star, whole row, column-alias list, NATURAL join) of a table that
+has hidden columns, and a reference the pass could not bind are refused. Table and column names are
+compared case-insensitively and a table is matched by its bare name in any schema, which errs on the
+safe side (``"EMAIL"`` and ``public.customers`` are treated as ``email`` and ``customers``).
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gateway.safety.context import Context
+from gateway.safety.functions import WHOLE_ROW_FUNCTIONS
+from gateway.safety.lineage import bind
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
-from gateway.safety.tree import JSON, names, unwrap
 
 
 def hidden(ctx: Context, policy: Policy) -> Iterator[Finding]:
@@ -21,99 +25,43 @@ def hidden(ctx: Context, policy: Policy) -> Iterator[Finding]:
     yield from _tables(ctx, policy)
     cols: dict[str, set[str]] = {}
     for entry in policy.hidden_columns:
-        parts = entry.lower().split(".")
-        cols.setdefault(parts[-2] if len(parts) > 1 else "*", set()).add(parts[-1])
-    if not cols:
+        table, _, column = entry.casefold().rpartition(".")
+        cols.setdefault(table.rsplit(".", 1)[-1] or "*", set()).add(column)
+    everywhere = cols.pop("*", set())
+    if not cols and not everywhere:
         return
-    everywhere = cols.get("*", set())
-    aliases: dict[str, set[str]] = {}
-    present: set[str] = set()
-    for rel, _ in ctx.tree.relations:
-        name = rel.get("relname", "").lower()
-        aliases.setdefault(name, set()).add(name)
-        alias = rel.get("alias", {}).get("aliasname")
-        if alias:
-            aliases.setdefault(alias.lower(), set()).add(name)
-        if name in cols or everywhere:
-            present.add(name)
-    if not present:
-        return
-    hidden_names = everywhere.union(*(cols.get(t, set()) for t in present))
-
-    def hides(tables: set[str]) -> list[str]:
-        return sorted(f"{t}.{c}" for t in tables for c in cols.get(t, set()) | everywhere)
-
-    for ref, scope in ctx.tree.columns:
-        fields = ref.get("fields", ())
-        parts = [p.lower() for p in names(fields)]
-        star = any("A_Star" in f for f in fields if isinstance(f, dict))
-        pos = ctx.position(ref.get("location"))
-        if star:
-            tables = _from_tables(ctx.tree.selects[scope].body) if not parts and scope >= 0 else \
-                aliases.get(parts[-1], set()) if parts else set()
-            exposed = hides(tables & present)
-            if exposed:
-                shown = f"{parts[-1]}.*" if parts else "*"
-                yield Finding("hidden_column", f"{shown} would expose hidden column {', '.join(exposed)}; "
-                              "name the columns instead.", shown, pos)
-        elif len(parts) == 1:
-            (col,) = parts
-            if col in hidden_names:
-                yield Finding("hidden_column", f"Column {col} is hidden by the database's policy.", col, pos)
-            elif hides(aliases.get(col, set()) & present):
-                yield Finding("hidden_column", f"The whole-row reference {col} would expose hidden columns.",
-                              col, pos)
-        elif parts:
-            qualifier, col = parts[-2], parts[-1]
-            named = aliases.get(qualifier)
-            # An unknown qualifier is a subquery or CTE; its own body is checked, but err on the safe side.
-            if named:
-                hit = col in everywhere or any(col in cols.get(t, ()) for t in named)
-            else:
-                hit = col in hidden_names
-            if hit:
-                shown = f"{qualifier}.{col}"
-                yield Finding("hidden_column", f"Column {shown} is hidden by the database's policy.", shown,
-                              pos)
-    for join in ctx.tree.joins:
-        for col in names(join.get("usingClause")):
-            if col.lower() in hidden_names:
-                yield Finding("hidden_column", f"JOIN ... USING ({col}) reads a hidden column.", col)
-        if join.get("isNatural") and _join_tables(join) & present:
-            yield Finding("hidden_column", "A NATURAL JOIN over a table with hidden columns may join on "
-                          "them; use JOIN ... ON with named columns.", "NATURAL JOIN")
+    seen: set[tuple[str | None, str | None, str, str]] = set()
+    for read in bind(ctx.statement.query, WHOLE_ROW_FUNCTIONS | policy.extra_functions):
+        key = (read.table, read.column, read.clause, read.text)
+        if key in seen:
+            continue
+        seen.add(key)
+        pos = ctx.position(read.location)
+        if read.table is None:
+            yield Finding("hidden_column", f"{read.text} in the {read.clause} cannot be bound to the columns it "
+                          "reads, so it is refused while the policy hides columns.", read.text, pos)
+            continue
+        hides = cols.get(read.table, set()) | everywhere
+        if not hides:
+            continue
+        if read.column is None:
+            shown = ", ".join(sorted(f"{read.table}.{c}" for c in hides))
+            yield Finding("hidden_column", f"{read.text} in the {read.clause} reads every column of {read.table}, "
+                          f"including hidden {shown}; name the columns instead.", read.text, pos)
+        elif read.column in hides:
+            yield Finding("hidden_column", f"{read.text} in the {read.clause} reads {read.table}.{read.column}, "
+                          "which the database's policy hides.", read.text, pos)
 
 
 def _tables(ctx: Context, policy: Policy) -> Iterator[Finding]:
-    full = {t.lower() for t in policy.hidden_tables}
+    full = {t.casefold() for t in policy.hidden_tables}
     bare = {t.rsplit(".", 1)[-1] for t in full}
     for rel, _ in ctx.tree.relations:
-        name = rel.get("relname", "").lower()
-        schema = (rel.get("schemaname") or "").lower()
-        # An unqualified name may resolve to any schema on the search path, so 'sales.secrets' hides it too.
-        if name in full or (schema and f"{schema}.{name}" in full) or (not schema and name in bare):
+        name = rel.get("relname", "").casefold()
+        schema = (rel.get("schemaname") or "").casefold()
+        # A schema-qualified entry hides the bare name too: an unqualified name may resolve to any schema on
+        # the search path. A CTE named like a hidden table is refused as well (safe side).
+        if name in bare or (schema and f"{schema}.{name}" in full):
             shown = f"{schema}.{name}" if schema else name
             yield Finding("hidden_table", f"Table {shown} is hidden by the database's policy.", shown,
                           ctx.position(rel.get("location")))
-
-
-def _from_tables(select: JSON) -> set[str]:
-    """Relations a bare ``*`` in this SELECT expands: its FROM items, through joins, not into subqueries."""
-    out: set[str] = set()
-    for item in select.get("fromClause", ()):
-        out |= _join_tables(unwrap(item)[1]) if unwrap(item)[0] == "JoinExpr" else _relname(item)
-    return out
-
-
-def _join_tables(join: JSON) -> set[str]:
-    out: set[str] = set()
-    for side in (join.get("larg"), join.get("rarg")):
-        kind, body = unwrap(side)
-        out |= _join_tables(body) if kind == "JoinExpr" else _relname(side)
-    return out
-
-
-def _relname(node: object) -> set[str]:
-    kind, body = unwrap(node)
-    return {body.get("relname", "").lower()} if kind == "RangeVar" else set()
-

@@ -116,8 +116,8 @@ SELECT * FROM products WHERE id IN (SELECT product_id FROM order_items WHERE qua
 SELECT pg_catalog.lower(name), pg_catalog.count(*) FROM customers GROUP BY 1
 -- case: harmless catalogs
 SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'
--- case: pg_class and pg_roles
-SELECT c.relname, r.rolname FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner
+-- case: pg_class and pg_namespace while nothing is hidden
+SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 -- case: fetch first and offset
 SELECT id FROM orders ORDER BY id OFFSET 10 ROWS FETCH FIRST 5 ROWS ONLY
 -- case: is distinct from and between

@@ -1,0 +1,373 @@
+"""Column lineage: which base-table columns each reference in a query may read, through every scope.
+
+One pass over Postgres's own tree binds every column reference, star and whole-row reference to the base
+tables and columns it may read, through the name-binding forms Postgres has: table aliases with column
+lists, join aliases with and without column lists (and ``USING (...) AS u``), subqueries, CTEs and VALUES,
+set-returning functions, LATERAL, NATURAL/USING merged columns, composite field selection ``(x).f`` and
+``(x).*``, whole-row references (bare ``t``, ``t.*``, ``to_jsonb(t)``), set operations, correlated
+subqueries and every clause (ORDER BY and GROUP BY by output name included).
+
+The check has no schema, so where binding needs the catalog the pass keeps every reading Postgres could
+choose, never just the likeliest one:
+
+- an unqualified name may be a column of any base table in any enclosing scope (a name a subquery's own
+  tables lack resolves outward), and a bare name may also be a whole-row reference to a range of that name;
+- ``x.y`` may be column ``y`` of range ``x``, field ``y`` of a column ``x``, or, when ``y`` names a function or
+  type, the functional notation ``y(x)`` over the whole row (``c.text`` is ``text(c)`` in Postgres);
+- ``*`` over a base table, a column-alias list on it (``employees AS e(i, f, ...)``: positions unknown), and
+  NATURAL over base tables (common columns unknown) read every column of the table.
+
+Derived tables (subqueries, CTEs, VALUES, functions in FROM) are safe by induction: every base column they
+output is read, and bound, inside them, where it is judged like any other. So a read is always a base
+table's column, a base table's whole row, or ``unbound`` (a FROM item this pass does not know), which the
+rules refuse. Over-approximating is the safe direction throughout: a reading that Postgres would not choose
+can only add refusals. CTE names are matched exactly as Postgres does (a quoted ``"Customers"`` is not a
+CTE ``customers``), while base-table names are compared case-insensitively by the rules.
+
+>>> [(r.table, r.column, r.clause) for r in bind(_parse("SELECT e.s FROM employees AS e(i, s)"))]
+[('employees', None, 'FROM'), ('employees', 'e', 'select list'), ('employees', 's', 'select list')]
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.safety.functions import WHOLE_ROW_FUNCTIONS
+from gateway.safety.tree import JSON, names, unwrap
+
+_CLAUSES = {
+    "targetList": "select list", "whereClause": "WHERE", "groupClause": "GROUP BY", "havingClause": "HAVING",
+    "sortClause": "ORDER BY", "distinctClause": "DISTINCT ON", "windowClause": "WINDOW",
+    "limitCount": "LIMIT", "limitOffset": "OFFSET", "valuesLists": "VALUES", "quals": "JOIN ... ON",
+    "agg_filter": "FILTER", "over": "OVER",
+}
+_KNOWN_FROM = frozenset({"RangeVar", "RangeSubselect", "RangeFunction", "JoinExpr", "RangeTableSample",
+                         "RangeTableFunc", "JsonTable"})
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One base-table read: ``column`` None means every column (star, whole row, renamed positions);
+    ``table`` None means a reference this pass could not bind, which must be refused."""
+
+    table: str | None
+    column: str | None
+    clause: str
+    text: str
+    location: int | None = None
+
+
+@dataclass(slots=True)
+class _Out:
+    reads: list[Read]
+    row_functions: frozenset[str]
+
+
+@dataclass(slots=True)
+class Range:
+    """A FROM item: a base table (``table`` set), a derived table, or a join over ``leaves``."""
+
+    names: frozenset[str]  # what it may be referenced by (alias, relation name), case-folded
+    table: str | None = None  # case-folded bare name of a base table
+    leaves: tuple[Range, ...] = ()  # for a join: every range inside it
+    columns: tuple[str, ...] | None = None  # known output names of a derived table (None: unknown)
+
+    def bases(self) -> list[str]:
+        if self.table is not None:
+            return [self.table]
+        return [leaf.table for leaf in self.leaves if leaf.table is not None]
+
+
+@dataclass(slots=True)
+class Scope:
+    ranges: list[Range] = field(default_factory=list)  # every FROM item of one SELECT, joins included
+    parent: Scope | None = None
+    ctes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)  # visible CTEs -> output names
+
+
+def bind(stmt: JSON, row_functions: frozenset[str] = WHOLE_ROW_FUNCTIONS) -> list[Read]:
+    """Every base-table read of a statement node (``{"SelectStmt": ...}``), in no particular order.
+
+    ``row_functions`` are the names that ``x.NAME`` may call over x's whole row (a DBA's own functions
+    may take a table's row type too).
+    """
+    out = _Out([], row_functions)
+    stack: list[tuple[Any, Scope, str]] = [(stmt, Scope(), "select list")]
+    pop, push = stack.pop, stack.append
+    while stack:
+        value, scope, clause = pop()
+        if type(value) is list:
+            for item in value:
+                if type(item) is dict or type(item) is list:
+                    push((item, scope, clause))
+            continue
+        kind, body = "", value
+        if len(value) == 1:
+            for only_key, only in value.items():
+                if type(only) is dict and only_key[:1].isupper():
+                    kind, body = only_key, only
+        if kind == "SelectStmt":
+            _select(body, scope, push, out)
+            continue
+        if kind == "ColumnRef":
+            _resolve(body.get("fields", ()), scope, clause, body.get("location"), out)
+            continue
+        if kind == "A_Indirection" and _field_selection(body, scope, clause, push, out):
+            continue
+        for key, child in body.items():
+            if type(child) is dict or type(child) is list:
+                push((child, scope, _CLAUSES.get(key, clause)))
+    return out.reads
+
+
+def _select(body: JSON, outer: Scope, push: Any, out: _Out) -> None:
+    ctes = outer.ctes
+    with_clause = body.get("withClause")
+    if with_clause:
+        items = [unwrap(c)[1] for c in with_clause.get("ctes", ())]
+        defined = [(c.get("ctename", ""), _renamed(_outputs(c.get("ctequery")), c.get("aliascolnames")))
+                   for c in items]
+        recursive = bool(with_clause.get("recursive"))
+        for i, cte in enumerate(items):
+            # A CTE sees the ones before it (all of them under RECURSIVE), never itself otherwise: inside
+            # 'WITH customers AS (SELECT ... FROM customers)' the inner name is the base table.
+            visible = {**ctes, **dict(defined if recursive else defined[:i])}
+            push((cte.get("ctequery"), Scope(parent=outer, ctes=visible), "WITH"))
+        ctes = {**ctes, **dict(defined)}
+    if body.get("op", "SETOP_NONE") != "SETOP_NONE":
+        arms = Scope(parent=outer, ctes=ctes)
+        for arm in ("larg", "rarg"):
+            if isinstance(body.get(arm), dict):
+                _select(body[arm], arms, push, out)
+        for key in ("sortClause", "limitCount", "limitOffset"):
+            if key in body:
+                push((body[key], arms, _CLAUSES[key]))
+        return
+    scope = Scope(parent=outer, ctes=ctes)
+    for item in body.get("fromClause", ()):
+        _from_item(item, scope, push, out)
+    for key, child in body.items():
+        if key not in ("withClause", "fromClause") and (type(child) is dict or type(child) is list):
+            push((child, scope, _CLAUSES.get(key, "select list")))
+
+
+def _from_item(item: Any, scope: Scope, push: Any, out: _Out) -> Range:
+    kind, body = unwrap(item)
+    alias = body.get("alias") or {}
+    alias_name = alias.get("aliasname")
+    colnames = alias.get("colnames")
+    location = body.get("location")
+    if kind == "RangeVar":
+        relname = body.get("relname", "")
+        if not body.get("schemaname") and not body.get("catalogname") and relname in scope.ctes:
+            rng = Range(_names(alias_name or relname), columns=_renamed(scope.ctes[relname], colnames))
+        else:
+            table = relname.casefold()
+            rng = Range(_names(alias_name, relname), table=table)
+            if colnames:
+                # Which base column each new name stands for needs the catalog: every column may be read.
+                shown = f"{relname} AS {alias_name}({', '.join(names(colnames))})"
+                out.reads.append(Read(table, None, "FROM", shown, location))
+    elif kind == "RangeSubselect":
+        rng = Range(_names(alias_name), columns=_renamed(_outputs(body.get("subquery")), colnames))
+        push((body.get("subquery"), scope, "FROM"))
+    elif kind in ("RangeFunction", "RangeTableFunc", "JsonTable"):
+        # Its rows come from its arguments, which are bound here like any expression (LATERAL or not).
+        fallback = _function_name(body) if kind == "RangeFunction" else None
+        rng = Range(_names(alias_name or fallback), columns=tuple(names(colnames)) or None)
+        for key, child in body.items():
+            if key != "alias" and (type(child) is dict or type(child) is list):
+                push((child, scope, "FROM"))
+    elif kind == "RangeTableSample":
+        rng = _from_item(body.get("relation"), scope, push, out)
+        push(([body.get("args"), body.get("repeatable")], scope, "TABLESAMPLE"))
+        return rng
+    elif kind == "JoinExpr":
+        return _join(body, scope, push, out)
+    else:
+        out.reads.append(Read(None, None, "FROM", kind or "an unknown FROM item", location))
+        rng = Range(frozenset())
+    scope.ranges.append(rng)
+    return rng
+
+
+def _join(body: JSON, scope: Scope, push: Any, out: _Out) -> Range:
+    start = len(scope.ranges)
+    left = _from_item(body.get("larg"), scope, push, out)
+    middle = len(scope.ranges)
+    right = _from_item(body.get("rarg"), scope, push, out)
+    left_leaves = [r for r in scope.ranges[start:middle] if not r.leaves]
+    right_leaves = [r for r in scope.ranges[middle:] if not r.leaves]
+    leaves = tuple(left_leaves + right_leaves)
+    if "quals" in body:
+        push((body["quals"], scope, "JOIN ... ON"))
+    using = names(body.get("usingClause"))
+    for col in using:
+        for leaf in leaves:
+            if leaf.table is not None:
+                out.reads.append(Read(leaf.table, col.casefold(), "JOIN ... USING", f"USING ({col})"))
+    if body.get("isNatural"):
+        common = _common(_known(left, left_leaves), _known(right, right_leaves))
+        for leaf in leaves:
+            if leaf.table is None:
+                continue
+            if common is None:
+                out.reads.append(Read(leaf.table, None, "NATURAL JOIN", "NATURAL JOIN"))
+            else:
+                out.reads.extend(Read(leaf.table, c.casefold(), "NATURAL JOIN", "NATURAL JOIN") for c in common)
+    alias = body.get("alias") or {}
+    if alias.get("colnames"):
+        shown = f"AS {alias.get('aliasname')}({', '.join(names(alias['colnames']))})"
+        out.reads.extend(Read(t, None, "FROM", shown) for leaf in leaves for t in leaf.bases())
+    joined = Range(_names(alias.get("aliasname")), leaves=leaves)
+    scope.ranges.append(joined)
+    using_alias = (body.get("join_using_alias") or {}).get("aliasname")
+    if using_alias:
+        scope.ranges.append(Range(_names(using_alias), leaves=leaves))
+    return joined
+
+
+def _resolve(fields: Any, scope: Scope, clause: str, location: int | None, out: _Out) -> None:
+    parts: list[str] = []
+    star = False
+    for f in fields:
+        kind, body = unwrap(f)
+        if kind == "String":
+            parts.append(body.get("sval", "").casefold())
+        elif kind == "A_Star":
+            star = True
+            break
+        else:  # pragma: no cover - the grammar only puts names and * in a column reference
+            out.reads.append(Read(None, None, clause, "an unknown column reference", location))
+            return
+    text = ".".join(parts + (["*"] if star else []))
+    if star and not parts:
+        # A bare * expands the FROM items of its own SELECT, not those of enclosing ones.
+        for rng in scope.ranges:
+            if rng.table is not None:
+                out.reads.append(Read(rng.table, None, clause, "*", location))
+        return
+    levels = _levels(scope)
+    if not star:
+        # parts[0] as a column of any base table in any enclosing scope (the rest are field selections).
+        for level in levels:
+            for rng in level.ranges:
+                if rng.table is not None:
+                    out.reads.append(Read(rng.table, parts[0], clause, text, location))
+    # parts[k-1] as a range name (parts before it being schema and catalog), parts[k] as its column.
+    for k in range(1, min(len(parts), 3) + 1):
+        qualifier = parts[k - 1]
+        column = parts[k] if k < len(parts) else None
+        for level in levels:
+            for rng in level.ranges:
+                if qualifier not in rng.names:
+                    continue
+                for table in rng.bases():
+                    out.reads.append(Read(table, column, clause, text, location))
+                    if column is not None and column in out.row_functions:
+                        out.reads.append(Read(table, None, clause, f"{text} (as {column}({qualifier}))", location))
+
+
+def _field_selection(body: JSON, scope: Scope, clause: str, push: Any, out: _Out) -> bool:
+    """``(c).email`` and ``(c).*`` read what ``c.email`` and ``c.*`` read; other indirections are walked."""
+    kind, ref = unwrap(body.get("arg"))
+    if kind != "ColumnRef" or any("A_Star" in f for f in ref.get("fields", ()) if isinstance(f, dict)):
+        return False
+    fields = list(ref.get("fields", ()))
+    rest = []
+    for i, item in enumerate(body.get("indirection", ())):
+        ikind = unwrap(item)[0]
+        if ikind not in ("String", "A_Star"):
+            rest = body["indirection"][i:]
+            break
+        fields.append(item)
+        if ikind == "A_Star":
+            rest = body["indirection"][i + 1:]
+            break
+    _resolve(fields, scope, clause, ref.get("location"), out)
+    if rest:
+        push((rest, scope, clause))
+    return True
+
+
+def _levels(scope: Scope) -> list[Scope]:
+    out = []
+    node: Scope | None = scope
+    while node is not None:
+        out.append(node)
+        node = node.parent
+    return out
+
+
+def _names(*candidates: str | None) -> frozenset[str]:
+    return frozenset(c.casefold() for c in candidates if c)
+
+
+def _function_name(body: JSON) -> str | None:
+    for entry in body.get("functions", ()):
+        for item in unwrap(entry)[1].get("items", ()):
+            kind, call = unwrap(item)
+            if kind == "FuncCall":
+                parts = names(call.get("funcname"))
+                return parts[-1] if parts else None
+    return None
+
+
+def _outputs(query: Any) -> tuple[str, ...] | None:
+    """Output names of a query when the text alone fixes them (explicit alias or plain column), else None."""
+    kind, body = unwrap(query)
+    if kind != "SelectStmt":
+        return None
+    while body.get("op", "SETOP_NONE") != "SETOP_NONE" and isinstance(body.get("larg"), dict):
+        body = body["larg"]
+    if body.get("valuesLists"):
+        first = unwrap(body["valuesLists"][0])[1].get("items", ())
+        return tuple(f"column{i + 1}" for i in range(len(first)))
+    out = []
+    for target in body.get("targetList", ()):
+        res = unwrap(target)[1]
+        if res.get("name"):
+            out.append(res["name"])
+            continue
+        vkind, val = unwrap(res.get("val"))
+        parts = names(val.get("fields")) if vkind == "ColumnRef" else []
+        if not parts or len(parts) != len(val.get("fields", ())):
+            return None  # a star, or a name Postgres derives from a function or type: not known here
+        out.append(parts[-1])
+    return tuple(out)
+
+
+def _renamed(columns: tuple[str, ...] | None, colnames: Any) -> tuple[str, ...] | None:
+    new = names(colnames)
+    if not new:
+        return columns
+    if columns is None:
+        return None
+    return tuple(new) + columns[len(new):]
+
+
+def _known(rng: Range, leaves: list[Range]) -> tuple[str, ...] | None:
+    if not rng.leaves:
+        return rng.columns if rng.table is None else None
+    out: list[str] = []
+    for leaf in leaves:
+        if leaf.table is not None or leaf.columns is None:
+            return None
+        out.extend(leaf.columns)
+    return tuple(out)
+
+
+def _common(left: tuple[str, ...] | None, right: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """Columns a NATURAL join may join on: known when either side's names are known."""
+    if left is not None and right is not None:
+        return tuple(c for c in left if c in right)
+    return left if left is not None else right
+
+
+def _parse(sql: str) -> JSON:
+    from pglast import parser
+
+    stmt: JSON = json.loads(parser.parse_sql_json(sql))["stmts"][0]["stmt"]
+    return stmt
