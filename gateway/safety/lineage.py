@@ -141,16 +141,54 @@ def _select(body: JSON, outer: Scope, push: Any, out: _Out) -> None:
         for arm in ("larg", "rarg"):
             if isinstance(body.get(arm), dict):
                 _select(body[arm], arms, push, out)
+        first = body
+        while first.get("op", "SETOP_NONE") != "SETOP_NONE" and isinstance(first.get("larg"), dict):
+            first = first["larg"]
         for key in ("sortClause", "limitCount", "limitOffset"):
             if key in body:
-                push((body[key], arms, _CLAUSES[key]))
+                push((_by_input(body[key], _aliases(first), key), arms, _CLAUSES[key]))
         return
     scope = Scope(parent=outer, ctes=ctes)
     for item in body.get("fromClause", ()):
         _from_item(item, scope, push, out)
+    aliases = _aliases(body)
     for key, child in body.items():
-        if key not in ("withClause", "fromClause") and (type(child) is dict or type(child) is list):
-            push((child, scope, _CLAUSES.get(key, "select list")))
+        if key in ("withClause", "fromClause") or not (type(child) is dict or type(child) is list):
+            continue
+        clause = _CLAUSES.get(key, "select list")
+        if aliases and key in ("sortClause", "distinctClause", "groupClause"):
+            for name in _output_refs(child, aliases, key):
+                # GROUP BY prefers an input column of that name (never a whole row): bind it as a column.
+                _resolve_column(name, scope, clause, out)
+            child = _by_input(child, aliases, key)
+        push((child, scope, clause))
+
+
+def _aliases(body: JSON) -> frozenset[str]:
+    """Output names given with AS in a SELECT's list: ORDER BY and DISTINCT ON name them first."""
+    return frozenset(unwrap(t)[1].get("name") or "" for t in body.get("targetList", ())) - {""}
+
+
+def _bare_name(item: Any, key: str) -> str | None:
+    node = unwrap(item)[1].get("node") if key == "sortClause" else item
+    kind, ref = unwrap(node)
+    fields: list[Any] = ref.get("fields", []) if kind == "ColumnRef" else []
+    parts = names(fields)
+    return parts[0] if len(fields) == 1 and len(parts) == 1 else None
+
+
+def _output_refs(items: Any, aliases: frozenset[str], key: str) -> list[str]:
+    if key != "groupClause" or not isinstance(items, list):
+        return []
+    return [name for item in items if (name := _bare_name(item, key)) in aliases and name is not None]
+
+
+def _by_input(items: Any, aliases: frozenset[str], key: str) -> Any:
+    """The items of ORDER BY / DISTINCT ON / GROUP BY that are not a bare output name (those read only the
+    select list, bound already); a bare name in a set operation's ORDER BY is always an output name."""
+    if key not in ("sortClause", "distinctClause", "groupClause") or not isinstance(items, list) or not aliases:
+        return items
+    return [item for item in items if _bare_name(item, key) not in aliases]
 
 
 def _from_item(item: Any, scope: Scope, push: Any, out: _Out) -> Range:
@@ -268,6 +306,14 @@ def _resolve(fields: Any, scope: Scope, clause: str, location: int | None, out: 
                     out.reads.append(Read(table, column, clause, text, location))
                     if column is not None and column in out.row_functions:
                         out.reads.append(Read(table, None, clause, f"{text} (as {column}({qualifier}))", location))
+
+
+def _resolve_column(name: str, scope: Scope, clause: str, out: _Out) -> None:
+    """A bare name that Postgres may only read as a column of some FROM item (no whole-row reading)."""
+    for level in _levels(scope):
+        for rng in level.ranges:
+            if rng.table is not None:
+                out.reads.append(Read(rng.table, name.casefold(), clause, name))
 
 
 def _field_selection(body: JSON, scope: Scope, clause: str, push: Any, out: _Out) -> bool:

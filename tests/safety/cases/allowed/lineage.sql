@@ -113,3 +113,13 @@ SELECT c.first_name FROM customers c WHERE EXISTS (SELECT * FROM orders o WHERE 
 WITH RECURSIVE chain AS (SELECT employee_id, manager_id, first_name, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, e.manager_id, e.first_name, c.depth + 1 FROM employees e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
 -- case: four-way join
 SELECT r.name AS region, p.brand, sum(oi.quantity * oi.unit_price) AS revenue FROM order_items oi JOIN orders o ON o.order_id = oi.order_id JOIN products p ON p.product_id = oi.product_id JOIN customers c ON c.customer_id = o.customer_id JOIN regions r ON r.region_id = c.region_id WHERE o.status <> 'cancelled' GROUP BY r.name, p.brand ORDER BY revenue DESC
+-- case: order by an output alias named like the table
+SELECT segment, count(*) AS customers FROM customers GROUP BY segment ORDER BY customers DESC
+-- case: order by an output alias named like a hidden column
+SELECT first_name AS email FROM customers ORDER BY email
+-- case: group by an output alias named like the table
+SELECT count(*) AS customers FROM customers GROUP BY customers
+-- case: distinct on an output alias
+SELECT DISTINCT ON (f) first_name AS f, last_name FROM customers ORDER BY f
+-- case: order by an output alias of a union
+SELECT first_name AS f FROM customers UNION SELECT first_name FROM employees ORDER BY f

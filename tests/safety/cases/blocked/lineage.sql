@@ -317,3 +317,9 @@ SELECT p.ssn FROM people p
 -- expect: hidden_column
 -- policy: {"hidden_columns": ["ssn"]}
 SELECT x.b FROM people AS x(a, b)
+-- case: group by prefers the hidden input column over an output alias
+-- expect: hidden_column
+SELECT first_name AS email FROM customers GROUP BY email
+-- case: order by an output alias and a hidden column
+-- expect: hidden_column
+SELECT first_name AS f FROM customers ORDER BY f, email
