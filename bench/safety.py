@@ -1,11 +1,12 @@
 """Cost of the static safety check alone, against its two parser floors, in one interleaved run.
 
-    python bench/safety.py [--rounds 400]
+    python bench/safety.py [--rounds 400] [--hidden]
 
 For each typical BI query, round after round, times (in this order) pglast's parse (``parse_sql_json``),
 sqlglot's ``parse_one(..., dialect="postgres")`` and ``gateway.safety.check``. Prints medians and p99 in
 ms per query and overall, and check / (pglast + sqlglot): what the rules add on top of parsing twice.
-No caching is involved: check() caches nothing.
+No caching is involved: check() caches nothing. ``--hidden`` checks under a policy that hides columns (the
+demo's customers.email, employees.salary, employees.email), which adds the column-lineage pass.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import sqlglot
 import sqlglot.tokens
 from pglast import parser as pg
 
-from gateway.safety import check
+from gateway.safety import Policy, check
+
+_HIDDEN = ("customers.email", "employees.salary", "employees.email")
 
 QUERIES: dict[str, str] = {
     "aggregate": "SELECT region, count(*), sum(amount) FROM orders GROUP BY region ORDER BY 2 DESC LIMIT 10",
@@ -52,13 +55,15 @@ def _ms(samples: list[float]) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=400)
+    ap.add_argument("--hidden", action="store_true", help="check under a policy that hides columns")
     args = ap.parse_args()
+    policy = Policy(hidden_columns=frozenset(_HIDDEN)) if args.hidden else Policy()
 
     for sql in QUERIES.values():  # all must be allowed, and warm
-        verdict = check(sql)
+        verdict = check(sql, policy)
         assert verdict.allowed, (sql, verdict.findings)
     sides = {"pglast": pg.parse_sql_json, "sqlglot": lambda s: sqlglot.parse_one(s, dialect="postgres"),
-             "check": check}
+             "check": lambda s: check(s, policy)}
     times = {name: {q: [] for q in QUERIES} for name in sides}  # type: dict[str, dict[str, list[float]]]
     clock = time.perf_counter
     gc.disable()
@@ -73,7 +78,8 @@ def main() -> None:
     finally:
         gc.enable()
 
-    print(f"sqlglotc installed: {sqlglot.tokens.SQLGLOTC_INSTALLED}; rounds: {args.rounds}; times in ms")
+    print(f"sqlglotc installed: {sqlglot.tokens.SQLGLOTC_INSTALLED}; rounds: {args.rounds}; "
+          f"hidden columns: {'yes' if args.hidden else 'no'}; times in ms")
     header = f"{'query':<18} {'pglast med':>10} {'sqlglot med':>11} {'check med':>9} {'check p99':>9} " \
              f"{'check/(pg+sg)':>13}"
     print(header)

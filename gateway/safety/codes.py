@@ -22,10 +22,13 @@ CODES: dict[str, str] = {
     "function_blocked": "A function known to be dangerous; the message names the reason (sleep, file_access, "
     "large_object, dblink, config_access, advisory_lock, sequence, backend_signal, sql_in_text, notify, "
     "stats_reset, replication).",
-    "catalog_not_allowed": "A catalog relation that exposes secrets or other sessions' activity.",
+    "catalog_not_allowed": "A system catalog (pg_catalog, information_schema, pg_* schemas, any pg_* relation) "
+    "that is not on the allowlist of catalogs describing the schema, nor in allowed_catalogs; catalogs listing "
+    "tables and columns are refused while the policy hides anything.",
     "hidden_table": "A table the database's policy hides.",
-    "hidden_column": "A column the policy hides, also through *, t.*, a whole-row reference, "
-    "USING or NATURAL.",
+    "hidden_column": "A column the policy hides, read anywhere (output, predicate, join, grouping, ordering, "
+    "window, function argument, cast), also through *, t.*, a whole-row reference, a column-alias list, a join "
+    "alias, (x).f, USING or NATURAL, or a reference the lineage pass cannot bind.",
     "too_many_joins": "More joins than the policy's max_joins.",
     "subquery_too_deep": "Subqueries nested deeper than the policy's max_subquery_depth.",
     "too_complex": "A syntax tree larger than the policy's max_ast_nodes (or too deep to walk).",

@@ -43,8 +43,8 @@ _CLAUSES = {
     "limitCount": "LIMIT", "limitOffset": "OFFSET", "valuesLists": "VALUES", "quals": "JOIN ... ON",
     "agg_filter": "FILTER", "over": "OVER",
 }
-_KNOWN_FROM = frozenset({"RangeVar", "RangeSubselect", "RangeFunction", "JoinExpr", "RangeTableSample",
-                         "RangeTableFunc", "JsonTable"})
+# Keys whose values hold only names, never a column reference: not worth walking.
+_NAMES_ONLY = frozenset({"typeName", "funcname", "name", "alias", "collname"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +63,11 @@ class Read:
 class _Out:
     reads: list[Read]
     row_functions: frozenset[str]
+    tables: frozenset[str] | None  # only reads of these base tables are kept (None: all)
+
+    def emit(self, table: str | None, column: str | None, clause: str, text: str, location: int | None = None) -> None:
+        if table is None or self.tables is None or table in self.tables:
+            self.reads.append(Read(table, column, clause, text, location))
 
 
 @dataclass(slots=True)
@@ -73,6 +78,7 @@ class Range:
     table: str | None = None  # case-folded bare name of a base table
     leaves: tuple[Range, ...] = ()  # for a join: every range inside it
     columns: tuple[str, ...] | None = None  # known output names of a derived table (None: unknown)
+    watched: bool = False  # a base table (or a join over one) whose reads are kept
 
     def bases(self) -> list[str]:
         if self.table is not None:
@@ -87,13 +93,15 @@ class Scope:
     ctes: dict[str, tuple[str, ...] | None] = field(default_factory=dict)  # visible CTEs -> output names
 
 
-def bind(stmt: JSON, row_functions: frozenset[str] = WHOLE_ROW_FUNCTIONS) -> list[Read]:
+def bind(stmt: JSON, row_functions: frozenset[str] = WHOLE_ROW_FUNCTIONS,
+         tables: frozenset[str] | None = None) -> list[Read]:
     """Every base-table read of a statement node (``{"SelectStmt": ...}``), in no particular order.
 
     ``row_functions`` are the names that ``x.NAME`` may call over x's whole row (a DBA's own functions
-    may take a table's row type too).
+    may take a table's row type too). ``tables`` (case-folded bare names) keeps only reads of those
+    tables, and the unbound ones: the rules ask about tables with hidden columns only.
     """
-    out = _Out([], row_functions)
+    out = _Out([], row_functions, tables)
     stack: list[tuple[Any, Scope, str]] = [(stmt, Scope(), "select list")]
     pop, push = stack.pop, stack.append
     while stack:
@@ -117,7 +125,7 @@ def bind(stmt: JSON, row_functions: frozenset[str] = WHOLE_ROW_FUNCTIONS) -> lis
         if kind == "A_Indirection" and _field_selection(body, scope, clause, push, out):
             continue
         for key, child in body.items():
-            if type(child) is dict or type(child) is list:
+            if (type(child) is dict or type(child) is list) and key not in _NAMES_ONLY:
                 push((child, scope, _CLAUSES.get(key, clause)))
     return out.reads
 
@@ -203,11 +211,12 @@ def _from_item(item: Any, scope: Scope, push: Any, out: _Out) -> Range:
             rng = Range(_names(alias_name or relname), columns=_renamed(scope.ctes[relname], colnames))
         else:
             table = relname.casefold()
-            rng = Range(_names(alias_name, relname), table=table)
+            rng = Range(_names(alias_name, relname), table=table,
+                        watched=out.tables is None or table in out.tables)
             if colnames:
                 # Which base column each new name stands for needs the catalog: every column may be read.
                 shown = f"{relname} AS {alias_name}({', '.join(names(colnames))})"
-                out.reads.append(Read(table, None, "FROM", shown, location))
+                out.emit(table, None, "FROM", shown, location)
     elif kind == "RangeSubselect":
         rng = Range(_names(alias_name), columns=_renamed(_outputs(body.get("subquery")), colnames))
         push((body.get("subquery"), scope, "FROM"))
@@ -245,25 +254,29 @@ def _join(body: JSON, scope: Scope, push: Any, out: _Out) -> Range:
     for col in using:
         for leaf in leaves:
             if leaf.table is not None:
-                out.reads.append(Read(leaf.table, col.casefold(), "JOIN ... USING", f"USING ({col})"))
+                out.emit(leaf.table, col.casefold(), "JOIN ... USING", f"USING ({col})")
     if body.get("isNatural"):
         common = _common(_known(left, left_leaves), _known(right, right_leaves))
         for leaf in leaves:
             if leaf.table is None:
                 continue
             if common is None:
-                out.reads.append(Read(leaf.table, None, "NATURAL JOIN", "NATURAL JOIN"))
+                out.emit(leaf.table, None, "NATURAL JOIN", "NATURAL JOIN")
             else:
-                out.reads.extend(Read(leaf.table, c.casefold(), "NATURAL JOIN", "NATURAL JOIN") for c in common)
+                for c in common:
+                    out.emit(leaf.table, c.casefold(), "NATURAL JOIN", "NATURAL JOIN")
     alias = body.get("alias") or {}
     if alias.get("colnames"):
         shown = f"AS {alias.get('aliasname')}({', '.join(names(alias['colnames']))})"
-        out.reads.extend(Read(t, None, "FROM", shown) for leaf in leaves for t in leaf.bases())
-    joined = Range(_names(alias.get("aliasname")), leaves=leaves)
+        for leaf in leaves:
+            for t in leaf.bases():
+                out.emit(t, None, "FROM", shown)
+    watched = any(leaf.watched for leaf in leaves)
+    joined = Range(_names(alias.get("aliasname")), leaves=leaves, watched=watched)
     scope.ranges.append(joined)
     using_alias = (body.get("join_using_alias") or {}).get("aliasname")
     if using_alias:
-        scope.ranges.append(Range(_names(using_alias), leaves=leaves))
+        scope.ranges.append(Range(_names(using_alias), leaves=leaves, watched=watched))
     return joined
 
 
@@ -284,36 +297,36 @@ def _resolve(fields: Any, scope: Scope, clause: str, location: int | None, out: 
     if star and not parts:
         # A bare * expands the FROM items of its own SELECT, not those of enclosing ones.
         for rng in scope.ranges:
-            if rng.table is not None:
-                out.reads.append(Read(rng.table, None, clause, "*", location))
+            if rng.watched and rng.table is not None:
+                out.emit(rng.table, None, clause, "*", location)
         return
     levels = _levels(scope)
     if not star:
         # parts[0] as a column of any base table in any enclosing scope (the rest are field selections).
         for level in levels:
             for rng in level.ranges:
-                if rng.table is not None:
-                    out.reads.append(Read(rng.table, parts[0], clause, text, location))
+                if rng.watched and rng.table is not None:
+                    out.emit(rng.table, parts[0], clause, text, location)
     # parts[k-1] as a range name (parts before it being schema and catalog), parts[k] as its column.
     for k in range(1, min(len(parts), 3) + 1):
         qualifier = parts[k - 1]
         column = parts[k] if k < len(parts) else None
         for level in levels:
             for rng in level.ranges:
-                if qualifier not in rng.names:
+                if not rng.watched or qualifier not in rng.names:
                     continue
                 for table in rng.bases():
-                    out.reads.append(Read(table, column, clause, text, location))
+                    out.emit(table, column, clause, text, location)
                     if column is not None and column in out.row_functions:
-                        out.reads.append(Read(table, None, clause, f"{text} (as {column}({qualifier}))", location))
+                        out.emit(table, None, clause, f"{text} (as {column}({qualifier}))", location)
 
 
 def _resolve_column(name: str, scope: Scope, clause: str, out: _Out) -> None:
     """A bare name that Postgres may only read as a column of some FROM item (no whole-row reading)."""
     for level in _levels(scope):
         for rng in level.ranges:
-            if rng.table is not None:
-                out.reads.append(Read(rng.table, name.casefold(), clause, name))
+            if rng.watched and rng.table is not None:
+                out.emit(rng.table, name.casefold(), clause, name)
 
 
 def _field_selection(body: JSON, scope: Scope, clause: str, push: Any, out: _Out) -> bool:

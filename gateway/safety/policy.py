@@ -21,7 +21,9 @@ class Policy(BaseModel):
     )
     allowed_catalogs: frozenset[str] = Field(
         default=frozenset(),
-        description="Sensitive catalog relations that queries may read anyway, e.g. 'pg_stat_activity'.",
+        description="System catalogs queries may read on top of the built-in allowlist of catalogs that describe "
+        "the schema (gateway/safety/catalogs.py), e.g. 'pg_stat_user_tables', 'pg_catalog.pg_stat_activity' or "
+        "'information_schema.columns'; a name listed here is allowed even while the policy hides objects.",
     )
     hidden_tables: frozenset[str] = Field(
         default=frozenset(),

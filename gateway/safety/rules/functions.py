@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from gateway.safety.context import Context
-from gateway.safety.functions import ALLOWED, blocked_reason
+from gateway.safety.functions import ALLOWED, WHOLE_ROW_FUNCTIONS, blocked_reason
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
 from gateway.safety.tree import names
@@ -42,6 +42,13 @@ def functions(ctx: Context, policy: Policy) -> Iterator[Finding]:
         finding = judge(names(call.get("funcname")), policy, ctx.position(call.get("location")))
         if finding is not None:
             yield finding
+    for ref, _ in ctx.tree.columns:
+        # 'o.hash_record' is hash_record(o) when o has no such column: a call the loop above never sees.
+        parts = names(ref.get("fields"))
+        if len(parts) >= 2 and parts[-1] in WHOLE_ROW_FUNCTIONS:
+            finding = judge(parts[-1:], policy, ctx.position(ref.get("location")))
+            if finding is not None:
+                yield finding
     for sample in ctx.tree.samples:
         # A TABLESAMPLE method is a handler function too; only the built-in and contrib ones are known.
         method = ".".join(names(sample.get("method")))

@@ -31,7 +31,10 @@ def hidden(ctx: Context, policy: Policy) -> Iterator[Finding]:
     if not cols and not everywhere:
         return
     seen: set[tuple[str | None, str | None, str, str]] = set()
-    for read in bind(ctx.statement.query, WHOLE_ROW_FUNCTIONS | policy.extra_functions):
+    watched = None if everywhere else frozenset(cols)
+    if watched is not None and not any(rel.get("relname", "").casefold() in watched for rel, _ in ctx.tree.relations):
+        return  # every base-table read goes through a relation reference; none names a table with hidden columns
+    for read in bind(ctx.statement.query, WHOLE_ROW_FUNCTIONS | policy.extra_functions, watched):
         key = (read.table, read.column, read.clause, read.text)
         if key in seen:
             continue

@@ -123,3 +123,5 @@ SELECT count(*) AS customers FROM customers GROUP BY customers
 SELECT DISTINCT ON (f) first_name AS f, last_name FROM customers ORDER BY f
 -- case: order by an output alias of a union
 SELECT first_name AS f FROM customers UNION SELECT first_name FROM employees ORDER BY f
+-- case: an allowlisted function in column notation on a table without hidden columns
+SELECT o.to_jsonb FROM orders o LIMIT 1

@@ -232,3 +232,36 @@ SELECT pg_read_file($$/etc/passwd$$)
 -- case: function after a nested comment
 -- expect: function_blocked
 SELECT /* /* */ ) */ pg_sleep(1)
+-- case: a function outside the allowlist called in column notation
+-- expect: function_not_allowed
+SELECT o.hash_record FROM orders o
+-- case: record_send in column notation
+-- expect: function_not_allowed
+SELECT o.record_send FROM orders o
+-- case: statistics writer in column notation
+-- expect: function_not_allowed
+SELECT o.pg_restore_relation_stats FROM orders o
+-- case: the function behind pg_prepared_statements
+-- expect: function_not_allowed
+SELECT * FROM pg_prepared_statement()
+-- case: the function behind pg_cursors
+-- expect: function_not_allowed
+SELECT * FROM pg_cursor()
+-- case: the function behind pg_settings
+-- expect: function_not_allowed
+SELECT * FROM pg_show_all_settings()
+-- case: the function behind pg_stat_activity
+-- expect: function_not_allowed
+SELECT * FROM pg_stat_get_activity(NULL)
+-- case: statistics function
+-- expect: function_not_allowed
+SELECT pg_stat_get_live_tuples('customers'::regclass)
+-- case: catalog reader for comments
+-- expect: function_not_allowed
+SELECT col_description('customers'::regclass, 4)
+-- case: catalog reader for view definitions
+-- expect: function_not_allowed
+SELECT pg_get_viewdef('some_view')
+-- case: privilege probe on a hidden column
+-- expect: function_not_allowed
+SELECT has_column_privilege('customers', 'email', 'SELECT')
