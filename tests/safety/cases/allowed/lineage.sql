@@ -118,10 +118,18 @@ SELECT segment, count(*) AS customers FROM customers GROUP BY segment ORDER BY c
 -- case: order by an output alias named like a hidden column
 SELECT first_name AS email FROM customers ORDER BY email
 -- case: group by an output alias named like the table
-SELECT count(*) AS customers FROM customers GROUP BY customers
+SELECT segment AS customers, count(*) FROM customers GROUP BY customers
 -- case: distinct on an output alias
 SELECT DISTINCT ON (f) first_name AS f, last_name FROM customers ORDER BY f
 -- case: order by an output alias of a union
 SELECT first_name AS f FROM customers UNION SELECT first_name FROM employees ORDER BY f
 -- case: an allowlisted function in column notation on a table without hidden columns
 SELECT o.to_jsonb FROM orders o LIMIT 1
+-- case: a derived table aliased like a table with hidden columns
+SELECT customers.email FROM (SELECT 'support@example.com' AS email) AS customers
+-- case: order by an output alias inside a scalar subquery
+SELECT (SELECT 1 AS email ORDER BY email) AS one, first_name FROM customers
+-- case: lateral values over visible columns
+SELECT v.x FROM customers c, LATERAL (VALUES (c.first_name), (c.last_name)) AS v(x)
+-- case: aggregate ordered by a visible column
+SELECT string_agg(first_name, ',' ORDER BY hire_date) FROM employees

@@ -323,3 +323,33 @@ SELECT first_name AS email FROM customers GROUP BY email
 -- case: order by an output alias and a hidden column
 -- expect: hidden_column
 SELECT first_name AS f FROM customers ORDER BY f, email
+-- case: lateral VALUES over an outer hidden column
+-- expect: hidden_column
+SELECT v.x FROM customers c, LATERAL (VALUES (c.email)) AS v(x)
+-- case: scalar subquery in VALUES
+-- expect: hidden_column
+VALUES ((SELECT max(email) FROM customers))
+-- case: function in FROM over an aggregate of a hidden column
+-- expect: hidden_column
+SELECT * FROM unnest((SELECT array_agg(salary) FROM employees)) AS u(v)
+-- case: collation on a hidden column
+-- expect: hidden_column
+SELECT c.email COLLATE "C" FROM customers c
+-- case: xml forest of a hidden column
+-- expect: hidden_column
+SELECT xmlforest(email) FROM customers
+-- case: field of a qualified star
+-- expect: hidden_column
+SELECT (c.*).email FROM customers c
+-- case: subscript after a field selection
+-- expect: hidden_column
+SELECT (string_to_array((c).email, '@'))[2] FROM customers c
+-- case: aggregate ordered by a hidden column
+-- expect: hidden_column
+SELECT string_agg(first_name, ',' ORDER BY salary) FROM employees
+-- case: subquery without FROM reads the outer row
+-- expect: hidden_column
+SELECT (SELECT x FROM (SELECT email) AS s(x)) FROM customers
+-- case: a derived alias shadowing the table name next to the table
+-- expect: hidden_column
+SELECT count(*) FROM customers, (SELECT 1 AS n) AS s WHERE customers.email LIKE 'a%'
