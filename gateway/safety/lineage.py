@@ -192,8 +192,8 @@ def _output_refs(items: Any, aliases: frozenset[str], key: str) -> list[str]:
 
 
 def _by_input(items: Any, aliases: frozenset[str], key: str) -> Any:
-    """The items of ORDER BY / DISTINCT ON / GROUP BY that are not a bare output name (those read only the
-    select list, bound already); a bare name in a set operation's ORDER BY is always an output name."""
+    """The items of ORDER BY / DISTINCT ON / GROUP BY that are not a bare AS-name of the select list (those
+    read only the select list, which is bound already)."""
     if key not in ("sortClause", "distinctClause", "groupClause") or not isinstance(items, list) or not aliases:
         return items
     return [item for item in items if _bare_name(item, key) not in aliases]
