@@ -45,6 +45,7 @@ _CLAUSES = {
 }
 # Keys whose values hold only names, never a column reference: not worth walking.
 _NAMES_ONLY = frozenset({"typeName", "funcname", "name", "alias", "collname"})
+_LEAVES = frozenset({"A_Const", "String", "ParamRef", "SQLValueFunction", "A_Star"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,8 @@ def bind(stmt: JSON, row_functions: frozenset[str] = WHOLE_ROW_FUNCTIONS,
             _resolve(body.get("fields", ()), scope, clause, body.get("location"), out)
             continue
         if kind == "A_Indirection" and _field_selection(body, scope, clause, push, out):
+            continue
+        if kind in _LEAVES:
             continue
         for key, child in body.items():
             if (type(child) is dict or type(child) is list) and key not in _NAMES_ONLY:
