@@ -153,7 +153,7 @@ class UnknownExample(NotFound):
 
 
 class ExampleAlreadyReviewed(GatewayError):
-    """The example is not in a state this decision applies to; ``extra['status']`` says which it is in."""
+    """The example is not in a state this decision applies to; ``extra['example_status']`` says which."""
 
     code, status, title = "example_already_reviewed", 409, "The example was already reviewed"
 

@@ -43,7 +43,7 @@ async def decide(store: Store, example_id: int, decision: Decision, *, reviewer:
         raise errors.ExampleAlreadyReviewed(
             f"example {example_id} is {status}; it cannot be {decision}"
             + (" (a rejected example stays rejected)" if status == "rejected" else ""),
-            example_id=example_id, status=status,
+            example_id=example_id, example_status=status,
         )
     log.info("example_reviewed", example_id=example_id, decision=decision, reviewer=reviewer,
              database=decided.database)
