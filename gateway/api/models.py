@@ -188,7 +188,8 @@ class RegenerateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     activate: bool | None = Field(default=None, description="Run the gate and activate a passing candidate; "
-                                  "magic.auto_activate when null.")
+                                  "magic.auto_activate when null. A candidate built from unreviewed "
+                                  "corrections is never activated by a run (outcome `pending_review`).")
 
 
 class RegenerateResponse(BaseModel):
