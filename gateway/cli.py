@@ -193,6 +193,11 @@ guideline_cli.load = store_cli.load = _settings
 app.add_typer(guideline_cli.app, name="guideline")
 app.command(name="migrate")(store_cli.migrate)
 
+from gateway.store import examples_cli  # noqa: E402
+
+examples_cli.load = _settings
+app.add_typer(examples_cli.app, name="examples")
+
 
 def main() -> None:
     app()

@@ -111,3 +111,15 @@ def _enforce_size(state: GatewayState, sql: str, database: str | None) -> None:
             f"SQL is {size} bytes; {setting} allows {limits.max_sql_bytes}",
             size=size, limit=limits.max_sql_bytes,
         )
+
+
+def allowed_now(state: GatewayState, database: str, sql: str) -> bool:
+    """Whether the database's *current* policy allows ``sql`` (verdicts cached per policy object, no metric).
+
+    Stored SQL (approved examples) is re-checked at use: a column hidden since it was approved must not
+    come back through a few-shot example or an exact answer.
+    """
+    try:
+        return _verdicts.check(sql, state.policy(database)).allowed
+    except errors.GatewayError:  # the database is gone: nothing of it is usable
+        return False

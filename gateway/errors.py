@@ -148,6 +148,16 @@ class CorrectionBlocked(SqlBlocked):
     code, title = "correction_blocked", "Corrected SQL blocked by the safety check"
 
 
+class UnknownExample(NotFound):
+    code, title = "unknown_example", "Unknown example id"
+
+
+class ExampleAlreadyReviewed(GatewayError):
+    """The example is not in a state this decision applies to; ``extra['example_status']`` says which."""
+
+    code, status, title = "example_already_reviewed", 409, "The example was already reviewed"
+
+
 class UnknownGuidelineVersion(NotFound):
     code, title = "unknown_guideline_version", "Unknown guideline version"
 

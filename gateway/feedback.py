@@ -3,9 +3,13 @@
 - Every answer is audited in the store before it is sent, so feedback can name it by request id.
 - Feedback is idempotent per (request, client): the same feedback again returns the stored row; different
   feedback from the same client is a ``feedback_conflict``.
-- ``correct`` makes the question and its final SQL a verified example (and verifies the corrections that
-  led to that SQL). ``incorrect`` with a ``corrected_sql`` stores a verified user correction, but only after
-  that SQL passed the safety check with the database's policy and ran on the database.
+- ``correct`` proposes the question and its final SQL as an example (and verifies the corrections that
+  led to that SQL). ``incorrect`` with a ``corrected_sql`` stores a user correction and proposes the pair,
+  but only after that SQL passed the safety check and ran on the database.
+- What one client teaches reaches others only after review: a proposed example is used (few-shot, exact
+  answers) once a dba or admin approved it (``gateway.store.examples``). Feedback sent with a dba or admin
+  API key is that review, so its example is approved and its correction counts as reviewed at once;
+  feedback without a key (auth off) is a proposal like a client's.
 - Everything one feedback writes commits in one transaction before the 2xx is sent.
 """
 
@@ -101,6 +105,8 @@ class FeedbackIn:
     # The caller's access: may it use the request's database, and as which Postgres role runs its SQL.
     may_use: Callable[[str], None] | None = None
     pg_role: str | None = None
+    # True when an authenticated dba or admin key sent it: its pair is approved, its correction reviewed.
+    reviewer: bool = False
 
 
 async def _submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
@@ -126,23 +132,29 @@ async def _submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback
         if stored is None:  # the same client raced itself; the other submission won
             raise _Raced
         correction_id = example_id = None
+        reviewer = item.client_id if item.reviewer else None
         if item.verdict == "correct" and entry.final_sql:
-            example_id = await examples.add(conn, database=entry.database, question=entry.question,
-                                            sql=entry.final_sql, source="feedback", request_id=entry.request_id)
             await corrections.verify_for_request(conn, entry.request_id, entry.final_sql)
-        elif item.corrected_sql:
             example_id = await examples.add(conn, database=entry.database, question=entry.question,
-                                            sql=item.corrected_sql, source="correction", request_id=entry.request_id)
+                                            sql=entry.final_sql, source="feedback", request_id=entry.request_id,
+                                            proposed_by=item.client_id, approved_by=reviewer)
+        elif item.corrected_sql:
             if entry.final_sql:  # without a wrong SQL there is nothing for MAGIC to learn from
                 correction_id = await corrections.add(
                     conn, database=entry.database, question=entry.question, evidence=entry.evidence,
                     incorrect_sql=entry.final_sql, corrected_sql=item.corrected_sql, source="user", verified=True,
-                    request_id=entry.request_id,
+                    request_id=entry.request_id, reviewed_by=reviewer,
                 )
+            example_id = await examples.add(conn, database=entry.database, question=entry.question,
+                                            sql=item.corrected_sql, source="correction", request_id=entry.request_id,
+                                            proposed_by=item.client_id, approved_by=reviewer)
         if correction_id or example_id:
             await conn.execute("UPDATE feedback SET correction_id = $2, example_id = $3 WHERE id = $1",
                                stored.id, correction_id, example_id)
             stored.correction_id, stored.example_id = correction_id, example_id
+        if example_id is not None:
+            found = await examples.get(conn, example_id)
+            stored.example_status = found.status if found else None
     metrics.FEEDBACK.labels(entry.database, item.verdict).inc()
     await _refresh_accuracy(store, entry.database)
     log.info("feedback_recorded", request_id=item.request_id, verdict=item.verdict,
@@ -208,5 +220,6 @@ def feedback_dict(stored: StoredFeedback) -> dict[str, Any]:
     return {
         "feedback_id": stored.id, "request_id": stored.request_id, "client_id": stored.client_id,
         "verdict": stored.verdict, "correction_id": stored.correction_id, "example_id": stored.example_id,
+        "example_status": stored.example_status,
         "created_at": stored.created_at.isoformat(),
     }

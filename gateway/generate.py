@@ -31,6 +31,7 @@ from sqlglot.tokens import TokenType
 
 from gateway import prompts
 from gateway.llm import LLMClient, LLMReply
+from gateway.untrusted import data_block
 
 _TAGGED = re.compile(r"<sql>(.*?)</sql>", re.IGNORECASE | re.DOTALL)
 _UNCLOSED_TAG = re.compile(r"<sql>(.*)\Z", re.IGNORECASE | re.DOTALL)
@@ -117,16 +118,20 @@ def normalize_sql(sql: str) -> str:
 
 
 def context_block(ctx: Any, *, with_examples: bool) -> str:
-    """The schema, rules, stored values and examples, as the prompts show them."""
-    parts = [f"## Database schema\n{ctx.schema_text.strip()}",
+    """The schema, rules, stored values and examples, as the prompts show them.
+
+    What the database holds (schema comments, sample and stored values) and what clients wrote (examples)
+    are data blocks; the administrators' rules are instructions and stay outside (``gateway.untrusted``).
+    """
+    parts = [f"## Database schema\n{data_block('schema', ctx.schema_text.strip())}",
              f"## Rules from the database's administrators\n{(ctx.rules_text or '').strip() or prompts.NO_RULES}"]
     hints = render_value_hints(getattr(ctx, "value_hints", None))
     if hints:
-        parts.append(f"## Matching stored values\n{hints}")
+        parts.append(f"## Matching stored values\n{data_block('stored_values', hints)}")
     examples = list(getattr(ctx, "examples", None) or []) if with_examples else []
     if examples:
         shown = "\n\n".join(f"Question: {e.question}\n<sql>{e.sql}</sql>" for e in examples)
-        parts.append(f"## Verified examples on this database\n{shown}")
+        parts.append(f"## Verified examples on this database\n{data_block('examples', shown)}")
     return "\n\n".join(parts)
 
 
@@ -164,9 +169,10 @@ async def generate(llm: LLMClient, ctx: Any, question: str, evidence: str | None
 
 
 def preview_rows(rows: list[list[Any]], limit: int = 5, width: int = 200) -> str:
-    """A few result rows as JSON lines, each cut to ``width`` characters (prompts stay small)."""
+    """A few result rows as JSON lines, each cut to ``width`` characters (prompts stay small), as a data block:
+    a value that says "ignore the previous instructions" is a value (``gateway.untrusted``)."""
     out = []
     for row in rows[:limit]:
         line = json.dumps(row, default=str, ensure_ascii=False)
         out.append(line if len(line) <= width else line[: width - 3] + "...")
-    return "\n".join(out)
+    return data_block("result_rows", "\n".join(out))

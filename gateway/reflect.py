@@ -18,6 +18,7 @@ from gateway.llm import LLMClient
 from gateway.respond import Attempt
 from gateway.safety import Policy
 from gateway.settings import AskPolicy
+from gateway.untrusted import data_block
 from gateway.validate import ALWAYS_REFLECT, Finding
 
 MASK = "[hidden]"
@@ -70,7 +71,8 @@ def _finding_lines(findings: Iterable[Finding], names: Sequence[str]) -> str:
 def _attempt_block(attempt: Attempt, names: Sequence[str]) -> str:
     head = f"### Attempt {attempt.n} ({attempt.source})"
     sql = f"```sql\n{attempt.sql}\n```" if attempt.sql else "(no SQL could be read from the answer)"
-    parts = [head, sql, "Findings:\n" + _finding_lines(attempt.findings, names)]
+    # Findings quote database messages, which can quote values: data, like the rows below.
+    parts = [head, sql, "Findings:\n" + data_block("findings", _finding_lines(attempt.findings, names))]
     if attempt.result is not None:
         result = attempt.result
         columns = ", ".join(c.name for c in result.columns)

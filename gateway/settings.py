@@ -159,7 +159,8 @@ class MagicSettings(BaseModel):
                                 "corrections, or reflection fixes a user confirmed).")
     holdout_every: int = Field(default=5, ge=0, description="Every n-th correction (by id) is kept apart "
                                "for the activation gate instead of feeding MAGIC; 0 keeps none apart.")
-    auto_activate: bool = Field(default=True, description="Activate a new candidate when it passes the gate.")
+    auto_activate: bool = Field(default=True, description="Activate a new candidate when it passes the gate "
+                                "and no correction behind it is unreviewed (else it waits for a DBA).")
     gate_threshold: float = Field(default=0.0, ge=0, le=1, description="A candidate passes when its "
                                   "held-out accuracy is at least the active version's minus this.")
     gate_min_examples: int = Field(default=1, ge=0, description="Fewest held-out corrections the gate needs; "

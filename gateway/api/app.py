@@ -12,7 +12,15 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from gateway import __version__, safety
-from gateway.api import problems, routes_ask, routes_feedback, routes_guidelines, routes_health, routes_sql
+from gateway.api import (
+    problems,
+    routes_ask,
+    routes_examples,
+    routes_feedback,
+    routes_guidelines,
+    routes_health,
+    routes_sql,
+)
 from gateway.api.limits import rate_limit
 from gateway.api.middleware import GatewayMiddleware
 from gateway.api.models import Problem
@@ -82,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_ask.router)
     app.include_router(routes_feedback.router)
     app.include_router(routes_guidelines.router)
+    app.include_router(routes_examples.router)
     app.include_router(routes_health.router)
     return app
 

@@ -144,7 +144,8 @@ class FeedbackRequest(BaseModel):
     verdict: Literal["correct", "incorrect"] = Field(description="Whether the answer was right.")
     corrected_sql: str | None = Field(default=None, min_length=1, description="With `incorrect`: the SQL that "
                                       "answers the question. It must pass the safety check and run; it then "
-                                      "becomes a verified correction and example.")
+                                      "becomes a correction and a proposed example (approved at once when a "
+                                      "dba or admin key sends it).")
     note: str | None = Field(default=None, max_length=4000, description="Free text for the DBA.")
 
 
@@ -153,8 +154,11 @@ class FeedbackResponse(BaseModel):
     request_id: str
     client_id: str = Field(description="From the `X-Client-Id` header (`anonymous` without one).")
     verdict: str
-    correction_id: int | None = Field(description="The verified correction stored from `corrected_sql`.")
-    example_id: int | None = Field(description="The verified example stored (question and its SQL).")
+    correction_id: int | None = Field(description="The correction stored from `corrected_sql`.")
+    example_id: int | None = Field(description="The example stored (question and its SQL).")
+    example_status: str | None = Field(default=None, description="`proposed` until a dba or admin reviews it "
+                                       "(`POST /v1/examples/{id}/approve`), `approved` when a dba or admin "
+                                       "key sent the feedback, `rejected` when a DBA turned the pair down.")
     created_at: str
     created: bool = Field(description="False when this exact feedback had been recorded before (idempotent).")
 
@@ -184,11 +188,13 @@ class RegenerateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     activate: bool | None = Field(default=None, description="Run the gate and activate a passing candidate; "
-                                  "magic.auto_activate when null.")
+                                  "magic.auto_activate when null. A candidate built from unreviewed "
+                                  "corrections is never activated by a run (outcome `pending_review`).")
 
 
 class RegenerateResponse(BaseModel):
-    outcome: str = Field(description="activated, candidate, rejected or no_change.")
+    outcome: str = Field(description="activated, candidate, pending_review (built from unreviewed "
+                         "corrections: waits for a DBA to activate it), rejected or no_change.")
     run_id: int | None
     version: int | None
     counts: dict[str, int]
@@ -202,3 +208,30 @@ class ActivateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     force: bool = Field(default=False, description="Skip the activation gate (a DBA's decision).")
+
+
+class ExampleOut(BaseModel):
+    id: int
+    database: str
+    question: str
+    sql: str
+    source: str = Field(description="`feedback` (an answer marked correct), `correction` (a corrected SQL) or "
+                        "`dba`.")
+    status: str = Field(description="`proposed`, `approved` or `rejected`. Only approved examples are used, as "
+                        "few-shot examples and exact answers.")
+    request_id: str | None
+    proposed_by: str = Field(description="Who sent it: `key:<id>`, an `X-Client-Id` or `anonymous`.")
+    proposed_at: str
+    reviewed_by: str | None = Field(description="The dba or admin who approved or rejected it.")
+    reviewed_at: str | None
+    review_note: str | None = Field(description="Why, in the reviewer's words.")
+
+
+class ExampleList(BaseModel):
+    examples: list[ExampleOut]
+
+
+class ReviewRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: str | None = Field(default=None, max_length=4000, description="Why: kept with the decision.")

@@ -49,7 +49,9 @@ async def get_guideline(version: Version, state: GatewayState = Depends(get_stat
 @router.post(
     "/regenerate", response_model=RegenerateResponse, summary="Run MAGIC on the pending corrections now",
     description="Runs one regeneration and answers when it is done. Only one replica regenerates at a time; "
-    "the others answer `regeneration_running`.",
+    "the others answer `regeneration_running`. A candidate whose provenance includes corrections no dba or "
+    "admin reviewed (`unreviewed_corrections`) is never activated by a run: the outcome is `pending_review` "
+    "and a DBA activates it with `POST /v1/guidelines/{version}/activate`.",
     responses=openapi_responses(errors.RegenerationRunning, errors.LLMNotConfigured, errors.LLMUnavailable,
                                 errors.LLMBadOutput, *STORE),
 )

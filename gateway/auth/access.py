@@ -26,6 +26,7 @@ ROUTE_ROLES: dict[str, Role] = {
     "/v1/databases": Role.CLIENT,
     "/v1/databases/{name}/schema": Role.DBA,
     "/v1/guidelines*": Role.DBA,
+    "/v1/examples*": Role.DBA,  # reviewing what clients teach (gateway.review)
 }
 
 # Documents the scheme in OpenAPI; the header itself is parsed by the authenticator, for precise messages.

@@ -63,7 +63,9 @@ async def _seed_verified_examples(store_dsn: str) -> None:
         for line in EXAMPLES.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 pair = json.loads(line)
-                await examples.add(store, database="demo", question=pair["question"], sql=pair["sql"], source="dba")
+                # Seeded by the demo itself, so approved (source "dba"): usable at once.
+                await examples.add(store, database="demo", question=pair["question"], sql=pair["sql"],
+                                   source="dba", proposed_by="demo")
     finally:
         await store.close()
 

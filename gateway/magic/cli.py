@@ -138,7 +138,8 @@ def diff(
 @app.command()
 def regenerate(
     activate: Annotated[bool | None, typer.Option("--activate/--no-activate", help="Gate and activate a "
-                        "passing candidate (default: magic.auto_activate).")] = None,
+                        "passing candidate (default: magic.auto_activate); one built from unreviewed "
+                        "corrections waits for `guideline activate`.")] = None,
     config: ConfigOption = None,
 ) -> None:
     """Run MAGIC on the pending corrections now and print the run report as JSON."""

@@ -102,6 +102,9 @@ def render_markdown(v: GuidelineVersion) -> str:
         f"- created: {v.created_at.isoformat()}",
         f"- provenance: {len(corrections)} correction(s): {', '.join(str(c) for c in corrections)}",
     ]
+    unreviewed = v.provenance.get("unreviewed_corrections")
+    if unreviewed:  # a run never activates such a version; a DBA decides (gateway.magic.run)
+        lines.append(f"- unreviewed corrections (no dba/admin approved them): {', '.join(map(str, unreviewed))}")
     if v.evaluation:
         e = v.evaluation
         verdict = "passed" if e.get("passed") else "failed"

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from gateway.client_sql import allowed_now
 from gateway.magic import scheduler
 from gateway.magic.run import refresh_gauges
 from gateway.observability.logging import get_logger
@@ -32,7 +34,8 @@ async def open_feedback_store(state: GatewayState) -> AsyncIterator[Store | None
     store = await Store.open(settings.store, apply_migrations=settings.store.migrate_on_start)
     state.store = store
     state.guidelines = StoreGuidelines(store, fallback=state.guidelines)
-    state.examples = StoreExamples(store)
+    # Approved examples are re-checked against the current rules at use (cached per policy).
+    state.examples = StoreExamples(store, allowed=functools.partial(allowed_now, state))
     state.corrections = StoreCorrections(store)
     await refresh_gauges(store, settings.magic)
     task: asyncio.Task[None] | None = None

@@ -10,6 +10,11 @@ Information each agent sees, as the paper prescribes:
 - manager (instruction revision): the agent's last instructions and last output, the question, both SQLs;
   for the correction agent it also sees the ideal output, which it must not hand on;
 - guideline writer: the guideline so far and a batch of successful corrections with their feedback.
+
+Questions, hints, SQL and agent outputs are filled in as data blocks (``gateway.untrusted``), and every
+system prompt ends with ``untrusted.RULE`` (added by ``Agents.ask``, so a manager's rewrite of an agent's
+instructions cannot drop it): a correction whose question says "ignore the instructions above" is material
+for the agents, not an order.
 """
 
 from __future__ import annotations
@@ -33,8 +38,10 @@ join, column, aggregate or ordering is wrong and why it changes the answer. Say 
 instead in words. Do not write the corrected SQL and do not quote the reference SQL."""
 
 FEEDBACK_USER = """\
-Question: {question}
-Hints: {evidence}
+Question:
+{question}
+Hints:
+{evidence}
 
 Schema:
 {schema}
@@ -60,16 +67,16 @@ SELECT ...
 ```"""
 
 CORRECTION_USER = """\
-Question: {question}
-Hints: {evidence}
+Question:
+{question}
+Hints:
+{evidence}
 
 Schema:
 {schema}
 
 Query to repair:
-```sql
 {incorrect_sql}
-```
 
 Reviewer's feedback:
 {feedback}"""
@@ -83,9 +90,12 @@ The feedback assistant explains what is wrong with an incorrect SQL query by com
 one. Its explanation was handed to a second assistant, which still failed to repair the query. You have \
 rewritten these instructions {iteration} time(s) so far.
 
-Question: {question}
-Incorrect SQL: {incorrect_sql}
-Correct SQL: {correct_sql}
+Question:
+{question}
+Incorrect SQL:
+{incorrect_sql}
+Correct SQL:
+{correct_sql}
 
 Instructions the feedback assistant followed:
 <<<
@@ -93,9 +103,7 @@ Instructions the feedback assistant followed:
 >>>
 
 Its explanation, which was not enough:
-<<<
 {output}
->>>
 
 Write improved instructions for the feedback assistant so that its next explanation names the mistakes \
 the repair missed, precisely enough to fix them, still without writing out the correct SQL. Reply with the \
@@ -106,8 +114,10 @@ The correction assistant repairs an incorrect SQL query from a reviewer's feedba
 correct query. Its last repair still returned a different result from the correct query. You have \
 rewritten these instructions {iteration} time(s) so far.
 
-Question: {question}
-Incorrect SQL: {incorrect_sql}
+Question:
+{question}
+Incorrect SQL:
+{incorrect_sql}
 
 Instructions the correction assistant followed:
 <<<
@@ -115,9 +125,7 @@ Instructions the correction assistant followed:
 >>>
 
 Its repair, which was not right:
-<<<
 {output}
->>>
 
 For your eyes only, the result it should have reached comes from this query. Do not copy it, or any part \
 of it long enough to give it away, into the instructions:
@@ -158,10 +166,14 @@ Reply with the whole updated guideline and nothing else."""
 
 MISTAKE_ITEM = """\
 Mistake {n}
-- Question: "{question}"
-- Incorrect SQL: {incorrect_sql}
-- Corrected SQL: {revised_sql}
-- What was wrong: {feedback}"""
+- Question:
+{question}
+- Incorrect SQL:
+{incorrect_sql}
+- Corrected SQL:
+{revised_sql}
+- What was wrong:
+{feedback}"""
 
 # --- activation gate: replaying held-out corrections -------------------------------------------------
 
@@ -178,13 +190,13 @@ Before revising, read the guideline of mistakes you made before:
 """
 
 REPLAY_USER = """\
-Question: {question}
-Hints: {evidence}
+Question:
+{question}
+Hints:
+{evidence}
 
 Schema:
 {schema}
 
 Wrong query:
-```sql
-{incorrect_sql}
-```"""
+{incorrect_sql}"""

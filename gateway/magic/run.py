@@ -10,6 +10,12 @@
 4. The candidate, its provenance and the feedbacks it used are written in one transaction; then the gate
    evaluates it and, when it passes and ``auto_activate`` is on, one more transaction activates it. Nothing
    touches the active version before that last transaction.
+5. A candidate whose provenance includes unreviewed corrections (``provenance.unreviewed_corrections``:
+   no dba or admin stood behind them, see ``gateway.store.corrections``) is never activated by a run, even
+   with ``auto_activate`` or ``activate=True``: the run ends ``pending_review`` and the candidate waits for a
+   DBA to activate it (``guideline activate`` / ``POST /v1/guidelines/{version}/activate``). Reflection
+   corrections count as unreviewed until a DBA approves the example they led to: their SQL is the
+   gateway's own, but their question is a client's text and their confirmation a client's verdict.
 """
 
 from __future__ import annotations
@@ -111,12 +117,18 @@ async def _run_locked(magic: Magic, trigger: str, activate: bool) -> RunReport:
         provenance = {"corrections": [k.correction_id for k in used], "feedbacks": [k.id for k in used],
                       "run_id": run_id, "trigger": trigger, "batches": len(full), "batch_size": settings.batch_size,
                       "model": magic.model}
+        unreviewed = await corrections.unreviewed(store.pool, [k.correction_id for k in used])
+        provenance["unreviewed_corrections"] = unreviewed
         async with store.transaction() as conn:
             version = await guidelines.add_candidate(conn, text=text, parent=active.version if active else None,
                                                      provenance=provenance)
             await runs.mark_used(conn, [k.id for k in used], version)
         report.version, report.outcome = version, "candidate"
-        if activate:
+        if activate and unreviewed:
+            # What clients taught becomes the guideline every prompt carries only through a DBA.
+            log.info("guideline_waits_for_review", version=version, unreviewed=len(unreviewed))
+            report.outcome = "pending_review"
+        elif activate:
             evaluation = await gate.evaluate(magic.state, store, agents, magic.baseline, text, settings)
             await guidelines.set_evaluation(store.pool, version, evaluation)
             report.evaluation = evaluation

@@ -33,8 +33,8 @@ Feedback store and MAGIC
 - ``nl2sql_feedback_accuracy_ratio{database}``: share of ``correct`` verdicts among all feedback in the store.
 - ``nl2sql_corrections_pending``: corrections MAGIC has not processed yet (refreshed at start-up, by each
   run and activation, and by the scheduler every ``magic.poll_s``).
-- ``nl2sql_regeneration_runs_total{outcome}``: regeneration runs by outcome (activated, candidate, rejected,
-  no_change, locked, failed).
+- ``nl2sql_regeneration_runs_total{outcome}``: regeneration runs by outcome (activated, candidate, pending_review,
+  rejected, no_change, locked, failed).
 - ``nl2sql_guideline_active_version``: the active stored guideline version (0 when none is active).
 """
 

@@ -12,7 +12,7 @@ from typing import Literal
 from gateway.store.pool import Db
 
 Source = Literal["reflection", "user", "dba"]
-Outcome = Literal["success", "exhausted", "holdout", "unusable"]
+Outcome = Literal["success", "exhausted", "holdout", "unusable", "rejected"]
 
 
 @dataclass(slots=True)
@@ -32,16 +32,30 @@ class StoredCorrection:
 
 async def add(
     db: Db, *, database: str, question: str, incorrect_sql: str, corrected_sql: str, source: Source,
-    verified: bool, evidence: str = "", request_id: str | None = None,
+    verified: bool, evidence: str = "", request_id: str | None = None, reviewed_by: str | None = None,
 ) -> int:
+    """Store a correction. It counts as reviewed when ``reviewed_by`` names a dba/admin, or when a DBA wrote
+    it (source ``dba``); MAGIC never activates a guideline built from unreviewed ones on its own."""
+    if source == "dba" and reviewed_by is None:
+        reviewed_by = "dba"
     return int(await db.fetchval(
         """
         INSERT INTO corrections (request_id, database, question, evidence, incorrect_sql, corrected_sql,
-                                 source, verified)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id
+                                 source, verified, reviewed_by, reviewed_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $9::text IS NULL THEN NULL ELSE now() END)
+        RETURNING id
         """,
         request_id, database, question, evidence or "", incorrect_sql, corrected_sql, source, verified,
+        reviewed_by,
     ))
+
+
+async def unreviewed(db: Db, ids: list[int]) -> list[int]:
+    """Those of ``ids`` that no dba or admin stood behind (see :func:`add`), in id order."""
+    rows = await db.fetch(
+        "SELECT id FROM corrections WHERE id = ANY($1::bigint[]) AND reviewed_at IS NULL ORDER BY id", ids,
+    )
+    return [int(r["id"]) for r in rows]
 
 
 def _from_row(row: object) -> StoredCorrection:
@@ -81,8 +95,10 @@ async def holdout(db: Db, *, limit: int) -> list[StoredCorrection]:
 
 
 async def mark_processed(db: Db, correction_id: int, outcome: Outcome) -> None:
+    # A DBA's rejection (gateway.store.examples.review) wins over a run that was still working on it.
     await db.execute(
-        "UPDATE corrections SET processed_at = now(), outcome = $2 WHERE id = $1", correction_id, outcome,
+        "UPDATE corrections SET processed_at = now(), outcome = $2 WHERE id = $1 "
+        "AND outcome IS DISTINCT FROM 'rejected'", correction_id, outcome,
     )
 
 

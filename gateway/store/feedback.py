@@ -19,6 +19,7 @@ class StoredFeedback:
     correction_id: int | None
     example_id: int | None
     created_at: datetime
+    example_status: str | None = None  # the example's review state (proposed / approved / rejected)
 
 
 def _from_row(row: object) -> StoredFeedback:
@@ -26,13 +27,14 @@ def _from_row(row: object) -> StoredFeedback:
     return StoredFeedback(
         id=r["id"], request_id=r["request_id"], client_id=r["client_id"], verdict=r["verdict"],
         corrected_sql=r["corrected_sql"], note=r["note"], correction_id=r["correction_id"],
-        example_id=r["example_id"], created_at=r["created_at"],
+        example_id=r["example_id"], created_at=r["created_at"], example_status=r.get("example_status"),
     )
 
 
 async def get(db: Db, request_id: str, client_id: str) -> StoredFeedback | None:
     row = await db.fetchrow(
-        "SELECT * FROM feedback WHERE request_id = $1 AND client_id = $2", request_id, client_id,
+        "SELECT f.*, e.status AS example_status FROM feedback f LEFT JOIN verified_examples e "
+        "ON e.id = f.example_id WHERE f.request_id = $1 AND f.client_id = $2", request_id, client_id,
     )
     return _from_row(row) if row else None
 

@@ -69,7 +69,8 @@ async def unused_feedbacks(db: Db) -> list[KeptFeedback]:
         """
         SELECT m.id, m.correction_id, c.question, c.incorrect_sql, m.revised_sql, m.feedback
         FROM magic_feedbacks m JOIN corrections c ON c.id = m.correction_id
-        WHERE m.used_in_version IS NULL ORDER BY m.correction_id
+        WHERE m.used_in_version IS NULL AND c.outcome IS DISTINCT FROM 'rejected'  -- a DBA rejected it
+        ORDER BY m.correction_id
         """
     )
     return [KeptFeedback(r["id"], r["correction_id"], r["question"], r["incorrect_sql"], r["revised_sql"],

@@ -4,7 +4,8 @@
   guideline files) while none is active. Cached for ``ttl_s`` so a question does not cost a store round
   trip; an activation on this replica invalidates the cache at once, on other replicas within ``ttl_s``.
   When the store is down, questions go on with the last known guideline (or the fallback).
-- :class:`StoreExamples` (an ``ExamplesSource``): trigram-similar verified pairs, and exact matches.
+- :class:`StoreExamples` (an ``ExamplesSource``): trigram-similar approved pairs, and exact matches, each
+  only while the database's current policy still allows its SQL (``allowed``; rules change after approval).
 - :class:`StoreCorrections` (a ``CorrectionsSink``): reflection chains become corrections (unverified until
   a user confirms the answer, see ``gateway.feedback``).
 """
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from gateway.context.model import Example, Guideline
 from gateway.context.sources import GuidelineSource
@@ -58,11 +60,12 @@ class StoreGuidelines:
 class StoreExamples:
     async def similar(self, database: str, question: str, k: int) -> list[Example]:
         try:
-            found = await examples.similar(self.store.pool, database, question, k)
+            # A few more than asked for, so that pairs the current policy refuses do not leave gaps.
+            found = await examples.similar(self.store.pool, database, question, 2 * k)
         except Exception as exc:  # noqa: BLE001 - examples help; their absence must not fail a question
             log.warning("examples_store_unavailable", error=repr(exc))
             return []
-        return [Example(e.question, e.sql) for e in found]
+        return [Example(e.question, e.sql) for e in found if self._allowed(database, e.sql)][:k]
 
     async def exact(self, database: str, question: str) -> Example | None:
         """A verified pair for the very same question (see ``store.exact_match_answers``)."""
@@ -71,10 +74,19 @@ class StoreExamples:
         except Exception as exc:  # noqa: BLE001 - fall back to asking the LLM
             log.warning("examples_store_unavailable", error=repr(exc))
             return None
-        return Example(found.question, found.sql) if found else None
+        if found is None or not self._allowed(database, found.sql):
+            return None
+        return Example(found.question, found.sql)
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, allowed: Callable[[str, str], bool] | None = None) -> None:
         self.store = store
+        self.allowed = allowed
+
+    def _allowed(self, database: str, sql: str) -> bool:
+        ok = self.allowed is None or self.allowed(database, sql)
+        if not ok:
+            log.info("example_refused_by_policy", database=database)
+        return ok
 
 
 class StoreCorrections:

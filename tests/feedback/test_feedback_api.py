@@ -40,7 +40,8 @@ async def test_feedback_is_idempotent_per_request_and_client(demo_dsn: str, fres
         other = await post(http, {"request_id": "req-1", "verdict": "incorrect"}, client="bob")
         anonymous = await post(http, {"request_id": "req-1", "verdict": "correct"}, client=None)
         rows = await count(state, "feedback")
-        example = await examples.exact(state.store.pool, "demo", case(1).question)  # type: ignore[union-attr]
+        example = await examples.get(state.store.pool, first.json()["example_id"])  # type: ignore[union-attr]
+        used = await examples.exact(state.store.pool, "demo", case(1).question)  # type: ignore[union-attr]
         metrics = (await http.get("/metrics")).text
     assert first.status_code == 201 and first.json()["created"] is True
     assert again.status_code == 200 and again.json()["created"] is False
@@ -48,8 +49,9 @@ async def test_feedback_is_idempotent_per_request_and_client(demo_dsn: str, fres
     assert changed.status_code == 409 and changed.json()["code"] == "feedback_conflict"
     assert other.status_code == 201 and anonymous.json()["client_id"] == "anonymous"
     assert rows == 3
-    # `correct` made the question and its final SQL a verified example.
-    assert example is not None and example.sql == case(1).incorrect_sql and first.json()["example_id"] == example.id
+    # `correct` proposed the question and its final SQL as an example; nobody reviewed it, so it is not used.
+    assert example is not None and example.sql == case(1).incorrect_sql and example.status == "proposed"
+    assert example.proposed_by == "alice" and first.json()["example_status"] == "proposed" and used is None
     assert 'nl2sql_feedback_total{database="demo",verdict="correct"}' in metrics
     assert 'nl2sql_feedback_accuracy_ratio{database="demo"}' in metrics
 

@@ -1,5 +1,5 @@
-"""The whole loop over HTTP: questions answered wrongly, users correct them, MAGIC writes a guideline that
-passes the gate, and the next reflection prompt carries it."""
+"""The whole loop over HTTP: questions answered wrongly, users correct them, a DBA approves the corrections,
+MAGIC writes a guideline that passes the gate, and the next reflection prompt carries it."""
 
 from __future__ import annotations
 
@@ -44,6 +44,14 @@ async def test_corrections_in_guideline_out_activated_then_used_in_reflection(
             fed = await http.post("/v1/feedback", headers={"X-Client-Id": "analyst"}, json={
                 "request_id": asked.json()["request_id"], "verdict": "incorrect", "corrected_sql": case(k).correct_sql})
             assert fed.status_code == 201, fed.text
+            assert fed.json()["example_status"] == "proposed"
+
+        # A DBA reviews what the analyst taught: approving the examples makes their corrections reviewed.
+        queue = (await http.get("/v1/examples", params={"status": "proposed"})).json()["examples"]
+        assert len(queue) == 13 and {e["proposed_by"] for e in queue} == {"analyst"}
+        for example in queue:
+            approved = await http.post(f"/v1/examples/{example['id']}/approve", json={"note": "checked"})
+            assert approved.status_code == 200 and approved.json()["status"] == "approved", approved.text
 
         regenerated = await http.post("/v1/guidelines/regenerate", json={})
         listing = (await http.get("/v1/guidelines")).json()

@@ -55,3 +55,33 @@ async def test_an_applied_migration_that_changed_is_refused(fresh_db: str, monke
             await other.close()
     finally:
         await conn.close()
+
+
+async def test_the_review_migration_keeps_dba_examples_usable_and_puts_the_rest_up_for_review(fresh_db: str) -> None:
+    """A store from before review (migrations 1-2 applied): DBA pairs and corrections count as approved and
+    reviewed, feedback pairs wait in the review queue, user corrections are unreviewed."""
+    conn = await asyncpg.connect(fresh_db)
+    try:
+        await conn.execute(migrations.SCHEMA_MIGRATIONS_SQL)
+        for m in available():
+            if m.version < 3:
+                await conn.execute(m.sql)
+                await conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                                   m.version, m.name, m.checksum)
+        await conn.execute("""
+            INSERT INTO verified_examples (database, question, question_key, sql, source) VALUES
+                ('demo', 'q1', 'q1', 'SELECT 1', 'dba'), ('demo', 'q2', 'q2', 'SELECT 2', 'feedback'),
+                ('demo', 'q3', 'q3', 'SELECT 3', 'correction');
+            INSERT INTO corrections (database, question, incorrect_sql, corrected_sql, source, verified) VALUES
+                ('demo', 'q1', 'SELECT 0', 'SELECT 1', 'dba', true), ('demo', 'q2', 'SELECT 0', 'SELECT 2', 'user', true),
+                ('demo', 'q3', 'SELECT 0', 'SELECT 3', 'reflection', true);
+        """)
+        applied = await migrate(conn)
+        statuses = [r["status"] for r in await conn.fetch("SELECT status FROM verified_examples ORDER BY id")]
+        reviewed = [r["reviewed_at"] is not None for r in await conn.fetch("SELECT reviewed_at FROM corrections "
+                                                                           "ORDER BY id")]
+    finally:
+        await conn.close()
+    assert 3 in applied
+    assert statuses == ["approved", "proposed", "proposed"]
+    assert reviewed == [True, False, False]

@@ -13,7 +13,8 @@ from gateway.store import Store, audit, corrections, examples, feedback, guideli
 async def test_similar_examples_rank_by_trigram_similarity_within_one_database(store: Store) -> None:
     db = store.pool
     await examples.add(db, database="demo", question="How many orders were cancelled?",
-                       sql="SELECT count(*) FROM orders WHERE status = 'cancelled'", source="feedback")
+                       sql="SELECT count(*) FROM orders WHERE status = 'cancelled'", source="feedback",
+                       approved_by="key:dba")
     await examples.add(db, database="demo", question="Total revenue per region", sql="SELECT 1", source="dba")
     await examples.add(db, database="demo", question="List employees hired in 2020", sql="SELECT 2", source="dba")
     await examples.add(db, database="other", question="How many orders were cancelled", sql="SELECT 3",
@@ -34,6 +35,38 @@ async def test_exact_match_ignores_case_spacing_and_final_punctuation(store: Sto
     assert hit is not None and hit.sql == "SELECT 1"
     assert await examples.exact(db, "demo", "how many customers in 2020") is None
     assert await examples.exact(db, "other", "how many customers") is None
+
+
+async def test_only_approved_examples_are_found_and_reviews_follow_the_allowed_moves(store: Store) -> None:
+    db = store.pool
+    await audit.record(db, audit.AuditEntry("r9", "demo", "How many regions?", "ok", final_sql="SELECT 0"))
+    correction = await corrections.add(db, database="demo", question="How many regions?", incorrect_sql="SELECT 0",
+                                       corrected_sql="SELECT 7", source="user", verified=True, request_id="r9")
+    proposed = await examples.add(db, database="demo", question="How many regions?", sql="SELECT 7",
+                                  source="correction", request_id="r9", proposed_by="key:alice")
+    assert await examples.exact(db, "demo", "how many regions") is None
+    assert await examples.similar(db, "demo", "how many regions are there", 3) == []
+    assert await corrections.unreviewed(db, [correction]) == [correction]
+
+    approved = await examples.review(db, proposed, "approved", reviewer="key:dba", note="matches the table")
+    assert approved is not None and (approved.status, approved.reviewed_by) == ("approved", "key:dba")
+    assert approved.proposed_by == "key:alice" and approved.review_note == "matches the table"
+    assert (await examples.exact(db, "demo", "How many regions?")) is not None
+    assert await corrections.unreviewed(db, [correction]) == []  # the correction behind it is reviewed too
+    assert await examples.review(db, proposed, "approved", reviewer="key:dba") is None  # already approved
+
+    withdrawn = await examples.review(db, proposed, "rejected", reviewer="key:dba", note="wrong after all")
+    assert withdrawn is not None and withdrawn.status == "rejected"
+    assert await examples.exact(db, "demo", "How many regions?") is None
+    row = await db.fetchrow("SELECT outcome, reviewed_at FROM corrections WHERE id = $1", correction)
+    assert (row["outcome"], row["reviewed_at"]) == ("rejected", None)  # out of MAGIC's queue
+    assert await examples.review(db, proposed, "approved", reviewer="key:dba") is None  # rejected stays so
+    assert await examples.review(db, proposed, "rejected", reviewer="key:dba") is None
+    # A reviewer sending the same rejected pair again does not revive it.
+    await examples.add(db, database="demo", question="how many regions", sql="SELECT 7", source="feedback",
+                       approved_by="key:other-dba")
+    assert (await examples.get(db, proposed)).status == "rejected"  # type: ignore[union-attr]
+    assert await examples.review(db, 10**9, "approved", reviewer="key:dba") is None
 
 
 async def test_feedback_is_unique_per_request_and_client(store: Store) -> None:

@@ -32,10 +32,19 @@ async def test_examples_source_similar_and_exact(store: Store) -> None:
     assert isinstance(source, ExamplesSource) and isinstance(NoExamples(), ExamplesSource)
     await examples.add(store.pool, database="demo", question="How many orders were cancelled?",
                        sql="SELECT count(*) FROM orders WHERE status = 'cancelled'", source="feedback")
+    assert await source.similar("demo", "how many cancelled orders", 3) == []  # proposed: not used yet
+    assert await source.exact("demo", "How many orders were cancelled?") is None
+    await examples.add(store.pool, database="demo", question="How many orders were cancelled?",
+                       sql="SELECT count(*) FROM orders WHERE status = 'cancelled'", source="feedback",
+                       approved_by="key:dba")
     (found,) = await source.similar("demo", "how many cancelled orders", 3)
     assert found.sql.endswith("'cancelled'")
     assert (await source.exact("demo", "HOW MANY ORDERS WERE CANCELLED")) == found
     assert await source.exact("demo", "how many orders were shipped?") is None
+    # The policy check at use time (the gateway passes the current rules' verdict) can refuse a pair.
+    refusing = StoreExamples(store, allowed=lambda database, sql: "cancelled" not in sql)
+    assert await refusing.similar("demo", "how many cancelled orders", 3) == []
+    assert await refusing.exact("demo", "HOW MANY ORDERS WERE CANCELLED") is None
 
 
 async def test_reflection_corrections_are_stored_unverified_and_user_ones_verified(store: Store) -> None:
