@@ -14,6 +14,8 @@ RUN python -m venv /opt/venv
 # Metadata first so that a code-only change reuses nothing but still keeps the layer order readable.
 COPY pyproject.toml README.md ./
 COPY gateway ./gateway
+# The core install, no extras: serving needs nothing more (no embedded Postgres, no chart libraries);
+# tests/test_core_install.py serves from exactly such an install and bench/size.py measures its size.
 RUN /opt/venv/bin/pip wheel --no-deps --wheel-dir /wheels . \
     && /opt/venv/bin/pip install /wheels/*.whl
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gateway import safety
+from gateway import extras, safety
 from gateway.settings import ConfigError, Settings, load_settings
 
 app = typer.Typer(
@@ -84,6 +84,9 @@ def demo(
 
     Needs no other service. Ctrl-C stops the gateway and the embedded server.
     """
+    if extras.missing("demo"):  # the core install (production, the container image) has no embedded Postgres
+        typer.echo(extras.install_hint("demo", "demo"), err=True)
+        raise typer.Exit(2)
     from gateway.demo.run import run_demo
 
     run_demo(data_dir=data_dir, port=port, serve=_serve)

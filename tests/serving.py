@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -25,13 +25,15 @@ def free_port() -> int:
 
 
 def start_serve(env: dict[str, str], cwd: Path, *, stdout: int = subprocess.DEVNULL,
-                timeout_s: float = 30) -> tuple[subprocess.Popen[str], str]:
+                timeout_s: float = 30, command: Sequence[str] = (sys.executable, "-m", "gateway"),
+                ) -> tuple[subprocess.Popen[str], str]:
     """Start the server with ``env`` on top of this environment; return once ``/healthz`` answers.
 
-    The process's stderr is a pipe (read it after it stopped); its base URL is returned with it.
+    The process's stderr is a pipe (read it after it stopped); its base URL is returned with it. ``command``
+    is how to run the CLI (another installation's ``nl2sql-gateway`` script, say).
     """
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--port", str(port)],
+    proc = subprocess.Popen([*command, "serve", "--port", str(port)],
                             env={**os.environ, **env}, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from gateway import extras
 from gateway.eval.questions import Question, QuestionSetError, load_questions, question_set_digest, shipped
 from gateway.eval.runfolder import RunFolder, RunFolderError, new_run_id
 from gateway.eval.scenarios import DEFAULT_GUIDELINES, DEFAULT_REFLECTIONS, Scenario, ScenarioError, matrix
@@ -88,7 +89,10 @@ def run_command(
     progress: Annotated[bool, typer.Option(help="Show a progress bar with ETA.")] = True,
     log_level: Annotated[str, typer.Option(help="Log level of the pipeline's own logs (stderr).")] = "WARNING",
 ) -> None:
-    """Answer every question under every scenario, score EX, write the run folder and its report."""
+    """Answer every question under every scenario, score EX, write the run folder and its report.
+
+    Without the eval extra (matplotlib) the report has no PNG charts; it says so and exits with status 2.
+    """
     from gateway.eval.session import run_session
 
     settings = _load_settings(config)
@@ -115,7 +119,16 @@ def run_command(
     except KeyboardInterrupt:
         raise _fail(f"interrupted: finished results are saved in {folder.path}; resume with "
                     f"--run-id {folder.run_id}", 130) from None
-    raise typer.Exit(status)
+    raise typer.Exit(status if status == 2 else _without_charts(status))  # 2: it could not start, wrote nothing
+
+
+def _without_charts(status: int) -> int:
+    """A report was written; without the eval extra it has no PNG charts: say so in one line and exit 2."""
+    if not extras.missing("eval"):
+        return status
+    typer.echo(extras.install_hint("eval", "eval", "for the PNG charts (report.json and report.md are written)"),
+               err=True)
+    return status or 2
 
 
 def _manifest(settings: Settings, path: Path, questions: list[Question], scenarios: list[Scenario],
@@ -160,9 +173,13 @@ def report_command(
     run: Annotated[str, typer.Argument(help="Run folder or run id.")],
     runs_dir: RunsDir = Path("eval-runs"),
 ) -> None:
-    """Rebuild a run's report (JSON, Markdown, PNG charts) from its recorded results."""
+    """Rebuild a run's report (JSON, Markdown, PNG charts) from its recorded results.
+
+    Without the eval extra (matplotlib) it writes the JSON and Markdown, says so and exits with status 2.
+    """
     from gateway.eval.report import write_report
 
     folder = _folder(run, runs_dir)
     write_report(folder)
     typer.echo(str(folder.report_dir / "report.md"))
+    raise typer.Exit(_without_charts(0))

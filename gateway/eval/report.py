@@ -117,16 +117,20 @@ def build_report(manifest: dict[str, Any], results: list[dict[str, Any]]) -> dic
 
 
 def write_report(folder: RunFolder) -> dict[str, Any]:
-    """Write ``report.json``, ``report.md`` and the charts into the run folder's ``report/``; return the report."""
+    """Write ``report.json``, ``report.md`` and the charts into the run folder's ``report/``; return the report.
+
+    The charts need the ``eval`` extra (matplotlib); without it the report has no charts and the command says so.
+    """
     import json
 
+    from gateway import extras
     from gateway.eval.charts import write_charts
     from gateway.eval.markdown import render_markdown
 
     report = build_report(folder.manifest(), folder.results())
     out = folder.report_dir
     out.mkdir(parents=True, exist_ok=True)
-    charts = write_charts(report, out)
+    charts = [] if extras.missing("eval") else write_charts(report, out)
     (out / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "report.md").write_text(render_markdown(report, charts), encoding="utf-8")
     return report

@@ -68,6 +68,17 @@ def test_multi_stage_build_copies_only_the_virtualenv() -> None:
     assert not any("pip install" in r for r in runtime.all("RUN")), "the runtime stage should not build anything"
 
 
+def test_the_image_installs_the_core_only() -> None:
+    """No extras in the image: the demo's embedded Postgres and eval's chart libraries stay out of production."""
+    builder = stages()[0]
+    installs = [r for r in builder.all("RUN") if "pip install" in r]
+    assert installs
+    for command in installs:
+        words = shlex.split(command.split("pip install", 1)[1].split("&&")[0])
+        assert words and all("[" not in w and not w.startswith("-") for w in words), command
+        assert all(w.endswith(".whl") for w in words), command  # the wheel built above, nothing else
+
+
 def test_base_image_is_a_slim_python_the_package_supports() -> None:
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     for stage in stages():
