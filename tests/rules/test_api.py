@@ -20,8 +20,8 @@ async def test_schema_and_sql_routes_honour_rule_edits_live(demo_dsn: str, tmp_p
         tables = {t["name"]: t for t in schema["tables"]}
         assert "payments" not in tables and "salary" in {c["name"] for c in tables["employees"]["columns"]}
 
-        rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n"
-                         "      manager_id: {hidden: true}\n")
+        rules.write_text("tables:\n  payments: {hidden: false}\n  employees:\n    columns:\n"
+                         "      salary: {hidden: true}\n      manager_id: {hidden: true}\n")
         schema = (await http.get("/v1/databases/demo/schema")).json()
         employees = next(t for t in schema["tables"] if t["name"] == "employees")
         assert {"salary", "manager_id"}.isdisjoint(c["name"] for c in employees["columns"])
@@ -63,5 +63,5 @@ async def test_a_cached_verdict_never_outlives_a_rule_edit(demo_dsn: str, tmp_pa
         rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n")
         blocked = await http.post("/v1/sql", json=body)
         assert blocked.status_code == 422 and "hidden_column" in blocked.json()["codes"]
-        rules.write_text("instructions: [\"be careful again\"]\n")
+        rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: false}\n")
         assert (await http.post("/v1/sql", json=body)).status_code == 200
