@@ -25,6 +25,7 @@ from gateway.llm import open_llm
 from gateway.magic.lifespan import open_feedback_store
 from gateway.observability.logging import configure_logging, get_logger
 from gateway.rules import RulesRegistry
+from gateway.rules.grants import report_privileges
 from gateway.settings import Settings, load_settings
 from gateway.state import GatewayState
 
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # None when no endpoint is configured: /v1/ask then answers llm_not_configured
             state.llm = await stack.enter_async_context(open_llm(settings.llm))
             await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
+            await report_privileges(state)  # a role that can read hidden columns or write: log, metric, /readyz
             log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
             yield
             log.info("gateway_stopping")

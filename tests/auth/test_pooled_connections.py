@@ -7,10 +7,37 @@ whether or not the static check refuses the catalog views they use.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
 from gateway.execute.run import run_query
 from tests.auth.conftest import Gateway, Roles, bearer
 
 SECRET = "k3y-a-secret-literal"
+CATALOGS = ("VIEW pg_catalog.pg_prepared_statements", "FUNCTION pg_catalog.pg_prepared_statement()",
+            "VIEW pg_catalog.pg_cursors", "FUNCTION pg_catalog.pg_cursor()")
+
+
+@pytest.fixture(autouse=True, scope="module")
+async def catalogs_readable(demo_admin_dsn: str, roles: Roles) -> AsyncIterator[None]:
+    """The demo's grants take these views from PUBLIC; give them back so this layer is tested alone."""
+    who = ", ".join(f'"{r}"' for r in (roles.reader, roles.bi, roles.rls_a))
+
+    async def each(verb: str, direction: str) -> None:
+        conn = await asyncpg.connect(demo_admin_dsn)
+        try:
+            for kind_name in CATALOGS:
+                kind, name = kind_name.split(" ", 1)
+                what = "EXECUTE ON FUNCTION" if kind == "FUNCTION" else "SELECT ON"
+                await conn.execute(f"{verb} {what} {name} {direction} {who}")
+        finally:
+            await conn.close()
+
+    await each("GRANT", "TO")
+    yield
+    await each("REVOKE", "FROM")
 
 
 async def _prepared_statements(gw: Gateway, role: str | None) -> list[str]:

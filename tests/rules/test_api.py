@@ -10,7 +10,9 @@ from gateway.api.app import create_app
 from gateway.settings import DatabaseSettings, Settings
 
 
-async def test_schema_and_sql_routes_honour_rule_edits_live(demo_dsn: str, tmp_path: Path) -> None:
+async def test_schema_and_sql_routes_honour_rule_edits_live(demo_admin_dsn: str, tmp_path: Path) -> None:
+    # As the superuser: the demo reader is not granted hidden columns, and these tests are about the rules.
+    demo_dsn = demo_admin_dsn
     rules = tmp_path / "demo.yaml"
     rules.write_text("tables:\n  payments: {hidden: true}\n")
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
@@ -50,8 +52,9 @@ async def test_rules_max_rows_tightens_the_row_cap(demo_dsn: str, tmp_path: Path
         assert len(answer["rows"]) == 3  # a request cannot loosen the rules
 
 
-async def test_a_cached_verdict_never_outlives_a_rule_edit(demo_dsn: str, tmp_path: Path) -> None:
+async def test_a_cached_verdict_never_outlives_a_rule_edit(demo_admin_dsn: str, tmp_path: Path) -> None:
     """/v1/sql caches verdicts of repeated SQL per policy; hiding a column must block the same text next time."""
+    demo_dsn = demo_admin_dsn  # the demo reader may not read salary at all
     rules = tmp_path / "demo.yaml"
     rules.write_text("instructions: [\"be careful\"]\n")
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
