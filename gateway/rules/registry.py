@@ -124,7 +124,8 @@ class RulesRegistry:
         if not tables and not columns:
             return new
         metrics.RULES_RELOAD_ERRORS.labels(database, "hidden_removed").inc()
-        log.error("rules_hidden_kept", database=database, tables=sorted(tables), columns=sorted(columns),
+        # Counts, not names: hidden names stay out of log lines (`rules check` and the files name them).
+        log.error("rules_hidden_kept", database=database, tables=len(tables), columns=len(columns),
                   why="hidden entries disappeared from the rule files; they stay hidden until a file says "
                       "`hidden: false` for them (or the gateway restarts)")
         return replace(new, hidden_tables=new.hidden_tables | tables, hidden_columns=new.hidden_columns | columns)
