@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
-from gateway import __version__, safety
+from gateway import __version__, masking, safety
 from gateway.api import problems, routes_ask, routes_feedback, routes_guidelines, routes_health, routes_sql
 from gateway.api.limits import rate_limit
 from gateway.api.middleware import GatewayMiddleware
@@ -54,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             state = GatewayState(settings=settings, targets=targets)
             app.state.gateway = state
             state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
+            masking.install(state)  # database errors lose hidden names where they become gateway errors
             state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
             state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
             # None when no endpoint is configured: /v1/ask then answers llm_not_configured

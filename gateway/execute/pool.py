@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import asyncpg
 
+from gateway import errors, masking
 from gateway.execute import values
 from gateway.observability.logging import get_logger
 from gateway.settings import DatabaseSettings, Settings
@@ -75,6 +77,12 @@ class Target:
     name: str
     settings: DatabaseSettings
     pool: asyncpg.Pool
+    # The hidden names of this database's live policy (gateway.masking.install); none until installed.
+    hidden_names: Callable[[], Sequence[str]] = field(default=lambda: ())
+
+    def mask_error(self, error: errors.GatewayError) -> errors.GatewayError:
+        """``error`` with hidden names masked: where a database error becomes a gateway error."""
+        return masking.mask_error(error, self.hidden_names())
 
     async def ping(self, timeout: float) -> str:
         """'ok' when the database answers ``SELECT 1`` within ``timeout`` seconds, else why not."""

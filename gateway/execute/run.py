@@ -149,7 +149,7 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget
             if isinstance(exc, UNAVAILABLE):
                 raise
             await _rollback_quietly(conn)
-            raise _query_error(target.name, exc, by_deadline=budget.by_deadline) from exc
+            raise target.mask_error(_query_error(target.name, exc, by_deadline=budget.by_deadline)) from exc
         except asyncpg.InterfaceError as exc:
             if isinstance(exc, UNAVAILABLE) or conn.is_closed():
                 raise errors.DatabaseUnavailable(f"database {target.name!r}: {exc}", database=target.name) from exc
