@@ -9,6 +9,7 @@ superuser / BYPASSRLS, under which no privilege is checked at all.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -177,6 +178,8 @@ async def check_target(target: Target, rules: RuleSet, roles: Iterable[str | Non
 
 # How long a /readyz answer reuses the last privilege check before asking Postgres again.
 RECHECK_S = 60.0
+# Longest one database's check may take (at start-up and in /readyz) before it counts as unchecked.
+CHECK_TIMEOUT_S = 2.0
 
 
 @dataclass
@@ -212,11 +215,13 @@ async def check_privileges(targets: dict[str, Target], rules_for: Callable[[str]
         if target.settings.privilege_check == "off":
             continue
         rules = rules_for(name)
-        try:
-            found = await check_target(target, rules, [None, *sorted(key_roles.get(name, ()))])
-        except errors.GatewayError as exc:
-            report.unchecked[name] = exc.code
-            log.warning("role_privileges_unchecked", database=name, reason=exc.code)
+        try:  # bounded: a database behind a network cut must not hold start-up or /readyz
+            found = await asyncio.wait_for(check_target(target, rules, [None, *sorted(key_roles.get(name, ()))]),
+                                           timeout=CHECK_TIMEOUT_S)
+        except (errors.GatewayError, TimeoutError) as exc:
+            reason = exc.code if isinstance(exc, errors.GatewayError) else "timeout"
+            report.unchecked[name] = reason
+            log.warning("role_privileges_unchecked", database=name, reason=reason)
             continue
         report.problems[name] = found
         now = {(p.role, p.code): max(len(p.objects), 1) for p in found}

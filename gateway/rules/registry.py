@@ -145,10 +145,14 @@ def _read_consistently(files: list[Path]) -> tuple[dict[Path, str] | None, list[
         for path in files:
             try:
                 raw = path.read_bytes()
-                texts[path] = raw.decode("utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
+            except OSError as exc:
                 problems.append(RuleProblem(str(path), 0, f"cannot read the file: {exc}"))
                 raw = b""
+            else:
+                try:
+                    texts[path] = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    problems.append(RuleProblem(str(path), 0, f"cannot read the file: {exc}"))
             digests.append(hashlib.sha256(raw).digest())
         again = []
         for path in files:

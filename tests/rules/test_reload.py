@@ -94,6 +94,18 @@ def test_hidden_false_unhides_on_purpose(tmp_path: Path) -> None:
     assert RulesRegistry(tmp_path).get("demo").hidden_columns == {"employees.email"}
 
 
+def test_a_file_that_is_not_text_keeps_the_last_good_rules(tmp_path: Path) -> None:
+    path = tmp_path / "demo.yaml"
+    path.write_text(RULES)
+    registry = RulesRegistry(tmp_path)
+    registry.get("demo")
+    path.write_bytes(b"\xff\xfe\x00garbage" + RULES.encode())
+    with capture_logs() as logs:
+        assert registry.get("demo").hidden_columns == HIDDEN
+    assert any(e["event"] == "rules_reload_failed" and e["reason"] == "invalid" for e in logs)
+    assert any("cannot read the file" in p.message for p in registry.problems("demo"))
+
+
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads any file")
 def test_an_unreadable_file_keeps_the_last_good_rules(tmp_path: Path) -> None:
     path = tmp_path / "demo.yaml"
