@@ -246,8 +246,9 @@ async def report_privileges(state: GatewayState, *, log_each: bool = True) -> Pr
     key_roles: dict[str, set[str]] = {}
     if state.store is not None:
         try:
-            keys = await api_keys.list_all(state.store.pool, include_revoked=False)
-        except Exception as exc:  # noqa: BLE001 - the store being down must not stop start-up
+            keys = await asyncio.wait_for(api_keys.list_all(state.store.pool, include_revoked=False),
+                                          timeout=CHECK_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - the store being down must not stop start-up or /readyz
             log.warning("role_privileges_keys_unread", error=type(exc).__name__)
             keys = []
         for key in keys:
