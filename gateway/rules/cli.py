@@ -25,6 +25,8 @@ def check_command(
     database: Annotated[str | None, typer.Option(help="Check only this configured database.")] = None,
     rules_dir: Annotated[Path | None, typer.Option(help="Rule files folder (default: the rules_dir "
                                                       "setting).", file_okay=False)] = None,
+    role: Annotated[list[str] | None, typer.Option("--role", help="Also check this Postgres role, e.g. an API "
+                                                   "key's --pg-role (repeatable).")] = None,
 ) -> None:
     """Validate rule files: YAML, keys and types, and every table and column against the live schema.
 
@@ -44,7 +46,7 @@ def check_command(
         names = [database]
     folder = rules_dir or settings.rules_dir
     try:
-        schemas, privileges = asyncio.run(_introspect(settings, names, folder))
+        schemas, privileges = asyncio.run(_introspect(settings, names, folder, [None, *(role or [])]))
     except _Unreadable as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from exc
@@ -66,7 +68,7 @@ class _Unreadable(Exception):
     pass
 
 
-async def _introspect(settings, names: list[str], folder: Path):  # type: ignore[no-untyped-def]
+async def _introspect(settings, names: list[str], folder: Path, roles: list[str | None]):  # type: ignore[no-untyped-def]
     from gateway import errors
     from gateway.execute import Targets
     from gateway.execute.introspect import introspect
@@ -83,7 +85,7 @@ async def _introspect(settings, names: list[str], folder: Path):  # type: ignore
                 out[name] = await introspect(target, everything=True)
                 if target.settings.privilege_check != "off":
                     rules, _ = load_ruleset(name, rule_files(folder, name))
-                    privileges += await check_target(target, rules)
+                    privileges += await check_target(target, rules, roles)
             except errors.GatewayError as exc:
                 raise _Unreadable(f"database {name!r}: {exc.code}: {exc.detail}") from exc
         return out, privileges

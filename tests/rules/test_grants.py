@@ -142,6 +142,10 @@ def test_rules_grants_prints_and_applies_least_privilege(role: str, demo_admin_d
     assert checked.exit_code == 1, checked.output
     assert f"role '{role}' can read hidden columns: employees.salary" in checked.stdout
     assert "can insert, update, delete" in checked.stdout and "regions" in checked.stdout
+    # the same through the gateway's own DSN, naming the role as a key's --pg-role
+    as_key = CliRunner().invoke(cli, ["rules", "check", "--database", "demo", "--role", role], env=env)
+    assert as_key.exit_code == 1 and f"role '{role}' can read hidden columns: employees.salary" in as_key.stdout
+    assert f"role '{READER_ROLE}'" not in as_key.stdout  # the demo reader itself is clean
     # ... and `rules grants --apply` takes both away again
     applied = CliRunner().invoke(cli, ["rules", "grants", "demo", "--admin-dsn", demo_admin_dsn, "--apply"],
                                  env=check_env)
