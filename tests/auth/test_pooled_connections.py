@@ -82,3 +82,36 @@ async def test_a_session_setting_does_not_outlive_its_request(gw: Gateway, roles
     assert SECRET not in str(result.rows)
     role = await run_query(target, "SELECT current_user::text")
     assert role.rows == [[roles.reader]]
+
+
+async def test_a_keys_mapped_role_is_checked_for_privileges(gw: Gateway, demo_admin_dsn: str) -> None:
+    """Start-up, /readyz and the metric check each active key's --pg-role, not only the login role."""
+    from gateway.rules.grants import report_privileges
+
+    name = f"auth_writer_{SECRET[:3]}"
+    conn = await asyncpg.connect(demo_admin_dsn)
+    try:
+        await conn.execute(f'CREATE ROLE "{name}" NOLOGIN')
+        await conn.execute(f'GRANT UPDATE ON regions TO "{name}"')
+    finally:
+        await conn.close()
+    try:
+        before = await report_privileges(gw.state, log_each=False)
+        assert not any(name in d for d in before.details("demo"))
+        token = await gw.key(pg_role=name, databases=("demo",))
+        report = await report_privileges(gw.state, log_each=False)
+        assert [p.code for p in report.problems["demo"] if p.role == name] == ["can_write"]
+        ready = await gw.http.get("/readyz")
+        assert any(name in d and "can insert" in d for d in ready.json()["privileges"]["demo"])
+    finally:
+        from gateway.store import api_keys
+
+        assert gw.state.store is not None
+        if "token" in locals():
+            await api_keys.revoke(gw.state.store.pool, token.split("_")[1])
+        conn = await asyncpg.connect(demo_admin_dsn)
+        try:
+            await conn.execute(f'DROP OWNED BY "{name}"')
+            await conn.execute(f'DROP ROLE "{name}"')
+        finally:
+            await conn.close()
