@@ -231,7 +231,8 @@ async def _check_and_run(run: _Run, sql: str, timings: dict[str, float]) -> tupl
         return [blocked([exc.code], [exc.detail])], None
     timings["check_ms"] = (time.perf_counter() - started) * 1000
     if not verdict.allowed:
-        return [blocked(verdict.codes, [f.message for f in verdict.findings])], None  # never executed
+        names = hidden_names(run.state.policy(run.q.database))  # a finding names what it refused
+        return [blocked(verdict.codes, [mask(f.message, names) for f in verdict.findings])], None  # never run
     try:
         result = await run_query(run.target, sql, max_rows=run.q.max_rows, role=run.q.role)
     except errors.DatabaseUnavailable:

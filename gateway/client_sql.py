@@ -6,11 +6,13 @@ import hashlib
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 
 from gateway import errors, safety
 from gateway.execute import QueryResult, run_query
+from gateway.masking import hidden_names_of, mask, mask_fields
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.settings import Limits
@@ -83,9 +85,10 @@ async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows:
     if not verdict.allowed:
         structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="blocked",
                                               codes=verdict.codes)
+        names = hidden_names(state, database)  # a finding names what it refused: not a hidden name
         raise errors.SqlBlocked(
-            "; ".join(f.message for f in verdict.findings),
-            findings=[f.as_dict() for f in verdict.findings],
+            mask("; ".join(f.message for f in verdict.findings), names),
+            findings=mask_fields([f.as_dict() for f in verdict.findings], names),
             codes=verdict.codes,
         )
     try:
@@ -100,6 +103,19 @@ async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows:
     structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
                                           rows=result.row_count, truncated=result.truncated)
     return SqlOutcome(verdict, result, timings)
+
+
+def hidden_names(state: GatewayState, database: str | None) -> list[str]:
+    """The names to mask in what is shown about ``database`` (none without a database)."""
+    if database is None:
+        return []
+    policy = state.policy(database)
+    return hidden_names_of(policy.hidden_columns, policy.hidden_tables)
+
+
+def verdict_view(state: GatewayState, verdict: safety.Verdict, database: str | None) -> dict[str, Any]:
+    """The verdict as shown to a client, hidden names masked."""
+    return mask_fields(verdict.as_dict(), hidden_names(state, database))  # type: ignore[no-any-return]
 
 
 def _enforce_size(state: GatewayState, sql: str, database: str | None) -> None:

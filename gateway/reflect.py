@@ -8,20 +8,18 @@ Database messages are shown with hidden tables and columns masked: a Postgres hi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gateway import prompts
 from gateway.generate import Drafted, context_block, extract_sql, preview_rows, question_block
 from gateway.llm import LLMClient
+from gateway.masking import hidden_names_of, mask  # the one masking function
 from gateway.respond import Attempt
 from gateway.safety import Policy
 from gateway.settings import AskPolicy
 from gateway.untrusted import data_block
 from gateway.validate import ALWAYS_REFLECT, Finding
-
-MASK = "[hidden]"
 
 
 def guideline_applies(policy: AskPolicy, trigger_codes: Sequence[str]) -> bool:
@@ -32,22 +30,7 @@ def guideline_applies(policy: AskPolicy, trigger_codes: Sequence[str]) -> bool:
 
 
 def hidden_names(policy: Policy) -> list[str]:
-    names: set[str] = set()
-    for entry in policy.hidden_columns:
-        names.add(entry)
-        names.add(entry.rsplit(".", 1)[-1])
-    for entry in policy.hidden_tables:
-        names.add(entry)
-        names.add(entry.rsplit(".", 1)[-1])
-    return sorted(names, key=len, reverse=True)
-
-
-def mask(text: str, names: Sequence[str]) -> str:
-    """Replace hidden names in prose (database messages and hints), whole words, any case."""
-    if not names or not text:
-        return text
-    pattern = re.compile(r"(?<![\w$])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w$])", re.IGNORECASE)
-    return pattern.sub(MASK, text)
+    return hidden_names_of(policy.hidden_columns, policy.hidden_tables)
 
 
 def _finding_lines(findings: Iterable[Finding], names: Sequence[str]) -> str:

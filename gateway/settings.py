@@ -98,6 +98,9 @@ class DatabaseSettings(BaseModel):
     description: str = Field(default="", description="What this database holds, shown in GET /v1/databases.")
     pool_min_size: int = Field(default=1, ge=0, description="Connections opened at start-up.")
     pool_max_size: int = Field(default=10, ge=1, description="Most connections open to this database.")
+    privilege_check: Literal["report", "fail", "off"] = Field(
+        default="report", description="What an over-privileged role (reads a hidden column, can write, superuser, "
+        "BYPASSRLS) does: report (log, metric, /readyz details), fail (also /readyz 503) or off.")
     limits: Limits = Field(default_factory=Limits)
     safety: Policy = Field(default_factory=Policy)
     ask: AskPolicy = Field(default_factory=AskPolicy)

@@ -11,7 +11,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
-from gateway import __version__, safety
+from gateway import __version__, masking, safety
 from gateway.api import (
     problems,
     routes_ask,
@@ -33,6 +33,7 @@ from gateway.llm import open_llm
 from gateway.magic.lifespan import open_feedback_store
 from gateway.observability.logging import configure_logging, get_logger
 from gateway.rules import RulesRegistry
+from gateway.rules.grants import report_privileges
 from gateway.settings import Settings, load_settings
 from gateway.state import GatewayState
 
@@ -61,11 +62,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             state = GatewayState(settings=settings, targets=targets)
             app.state.gateway = state
             state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
+            masking.install(state)  # database errors lose hidden names where they become gateway errors
             state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
             state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
             # None when no endpoint is configured: /v1/ask then answers llm_not_configured
             state.llm = await stack.enter_async_context(open_llm(settings.llm))
             await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
+            await report_privileges(state)  # a role that can read hidden columns or write: log, metric, /readyz
             log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
             yield
             log.info("gateway_stopping")

@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from gateway.api.deps import get_state
 from gateway.observability import metrics
+from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.state import GatewayState
 
 router = APIRouter(tags=["operations"])
@@ -23,16 +24,27 @@ async def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     summary="Readiness: every target database answers",
-    description="200 when each pool runs `SELECT 1` within a second; 503 with the failing databases otherwise.",
-    responses={503: {"description": "At least one database does not answer."}},
+    description="200 when each pool runs `SELECT 1` within a second; 503 with the failing databases otherwise. "
+    "`privileges` lists, per database, what the gateway's roles may do beyond the rules (a hidden column they "
+    "can read, writes, superuser, BYPASSRLS; checked at start-up and again at most once a minute); such a "
+    "problem makes the answer 503 only for a database whose `privilege_check` is `fail`.",
+    responses={503: {"description": "At least one database does not answer (or fails its privilege check)."}},
 )
 async def readyz(state: GatewayState = Depends(get_state)) -> Response:
     targets = list(state.targets.by_name.values())
     answers = await asyncio.gather(*(t.ping(timeout=1.0) for t in targets))
     results = {t.name: answer for t, answer in zip(targets, answers, strict=True)}
     ready = all(v == "ok" for v in results.values())
-    return JSONResponse({"status": "ok" if ready else "unavailable", "databases": results},
-                        status_code=200 if ready else 503)
+    report = state.extras.get("privileges")
+    if report is None or report.stale():
+        report = await report_privileges(state, log_each=False)  # bounded per database
+    if report is None:
+        report = PrivilegeReport()
+    privileges = {t.name: report.details(t.name) for t in targets if t.settings.privilege_check != "off"}
+    failing = [t.name for t in targets if t.settings.privilege_check == "fail" and privileges[t.name]]
+    ready = ready and not failing
+    return JSONResponse({"status": "ok" if ready else "unavailable", "databases": results,
+                         "privileges": privileges}, status_code=200 if ready else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)

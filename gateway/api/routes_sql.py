@@ -13,7 +13,7 @@ from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, S
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.client_sql import check_sql, run_client_sql
+from gateway.client_sql import check_sql, run_client_sql, verdict_view
 from gateway.execute.introspect import introspect
 from gateway.rules import visible_schema
 from gateway.state import GatewayState
@@ -65,7 +65,7 @@ async def post_check(body: CheckRequest, request: Request, state: GatewayState =
     if body.database is not None:
         principal.check_database(body.database)
     verdict = check_sql(state, body.sql, body.database)
-    payload = {"verdict": verdict.as_dict(), "request_id": request.state.request_id}
+    payload = {"verdict": verdict_view(state, verdict, body.database), "request_id": request.state.request_id}
     return Response(json.dumps(payload), media_type="application/json")
 
 

@@ -9,16 +9,15 @@ The data (about 130,000 rows over regions, employees, customers, categories, pro
 payments and events) comes from ``schema.sql``, ``data.sql`` and ``finish.sql`` beside this module. Every
 "random" value is derived from an md5 hash of its row's key, so every machine gets the same rows.
 
-The demo gateway connects as a role that can read and do nothing else. The same SQL is what the README
-recommends for production targets (add a password when connecting over TCP)::
+The demo gateway connects as a role that can read the visible columns and do nothing else::
 
     CREATE ROLE nl2sql_reader LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
     ALTER ROLE nl2sql_reader SET default_transaction_read_only = on;
-    GRANT CONNECT ON DATABASE demo TO nl2sql_reader;
     REVOKE CREATE, TEMPORARY ON DATABASE demo FROM PUBLIC;
-    REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-    GRANT USAGE ON SCHEMA public TO nl2sql_reader;
-    GRANT SELECT ON ALL TABLES IN SCHEMA public TO nl2sql_reader;
+
+plus exactly the grants ``nl2sql-gateway rules grants demo`` prints for ``rules/demo.yaml``
+(:func:`gateway.rules.grants.grants_sql`): column-level SELECT on every column the rules leave visible,
+nothing on ``employees.salary``, ``employees.email`` and ``customers.email``.
 
 Privileges are the real barrier: ``default_transaction_read_only`` is a second layer, which a session may
 switch off for itself, and the gateway adds its own READ ONLY transactions on top.
@@ -30,9 +29,15 @@ import hashlib
 import logging
 import time
 from importlib import resources
+from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import asyncpg
+
+from gateway.execute.introspect import introspect_connection
+from gateway.rules.grants import grants_sql
+from gateway.rules.loading import load_ruleset, rule_files
+from gateway.rules.model import RuleSet
 
 __all__ = [
     "DEMO_DATABASE",
@@ -170,20 +175,31 @@ async def _ensure_reader_role(admin: asyncpg.Connection, password: str | None) -
 
 async def _grant_reader(dsn: str, database: str) -> None:
     # Applied on every ensure, not only after a build: a role dropped and recreated loses its grants.
+    # The grants are the ones `nl2sql-gateway rules grants demo` prints, from the demo's rule file: the
+    # reader gets SELECT on each visible column only, so Postgres refuses employees.salary on its own.
+    rules = _demo_rules()
     conn = await asyncpg.connect(dsn)
     try:
-        role, db = _ident(READER_ROLE), _ident(database)
-        await conn.execute(
-            f"""
-            GRANT CONNECT ON DATABASE {db} TO {role};
-            REVOKE CREATE, TEMPORARY ON DATABASE {db} FROM PUBLIC;
-            REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-            GRANT USAGE ON SCHEMA public TO {role};
-            GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role};
-            """
-        )
+        schema = await introspect_connection(conn, "demo")
+        db = _ident(database)
+        await conn.execute(f"REVOKE CREATE, TEMPORARY ON DATABASE {db} FROM PUBLIC")
+        await conn.execute(grants_sql(schema, rules, READER_ROLE, database))
     finally:
         await conn.close()
+
+
+def _demo_rules() -> RuleSet:
+    """rules/demo.yaml of this checkout (or of the working directory, as the image lays it out)."""
+    for folder in (Path(__file__).resolve().parents[2] / "rules", Path("rules")):
+        files = rule_files(folder, "demo")
+        if files:
+            rules, problems = load_ruleset("demo", files)
+            errors = [str(p) for p in problems if p.severity == "error"]
+            if errors:
+                raise ValueError(f"the demo's rule files have errors: {errors}")
+            return rules
+    _log.warning("no rules/demo.yaml found: the demo reader may read every column")
+    return RuleSet(database="demo")
 
 
 def _sql(name: str) -> str:

@@ -1,6 +1,7 @@
 """Read a target database's schema from the catalogs: tables, columns, types, keys and comments.
 
-Only relations the connecting role may SELECT from are listed, so what the gateway shows is what it can run.
+Only relations and columns the connecting role may SELECT are listed (column privileges included, as
+``nl2sql-gateway rules grants`` sets them), so what the gateway shows is what it can run.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
   AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
   AND NOT c.relispartition
-  AND has_table_privilege(c.oid, 'SELECT')
+  AND ($1 OR has_any_column_privilege(c.oid, 'SELECT'))
 ORDER BY n.nspname, c.relname
 """
 
@@ -33,6 +34,7 @@ SELECT a.attrelid AS oid, a.attname AS name, format_type(a.atttypid, a.atttypmod
        NOT a.attnotnull AS nullable, col_description(a.attrelid, a.attnum) AS comment
 FROM pg_attribute a
 WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
+  AND ($2 OR has_column_privilege(a.attrelid, a.attnum, 'SELECT'))
 ORDER BY a.attrelid, a.attnum
 """
 
@@ -97,21 +99,25 @@ class Schema:
         return next((t for t in self.tables if lowered in {t.name, t.qualified_name, f"{t.schema}.{t.name}"}), None)
 
 
-async def introspect(target: Target) -> Schema:
-    """The schema of ``target`` as its pool's role sees it; DatabaseUnavailable when it cannot be reached."""
+async def introspect(target: Target, *, everything: bool = False) -> Schema:
+    """The schema of ``target`` as its pool's role may read it; DatabaseUnavailable when it cannot be reached.
+
+    ``everything``: every table and column, readable or not (``rules check`` looks for the names a rule
+    hides, which a least-privilege role cannot read; the catalogs list them to any role).
+    """
     try:
         async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
-            return await introspect_connection(conn, target.name)
+            return await introspect_connection(conn, target.name, everything=everything)
     except UNAVAILABLE as exc:
         raise errors.DatabaseUnavailable(f"database {target.name!r} is unavailable: {exc}",
                                          database=target.name) from exc
 
 
-async def introspect_connection(conn: asyncpg.Connection, database: str) -> Schema:
+async def introspect_connection(conn: asyncpg.Connection, database: str, *, everything: bool = False) -> Schema:
     async with conn.transaction(readonly=True):
-        table_rows = await conn.fetch(TABLES_SQL)
+        table_rows = await conn.fetch(TABLES_SQL, everything)
         oids = [r["oid"] for r in table_rows]
-        column_rows = await conn.fetch(COLUMNS_SQL, oids)
+        column_rows = await conn.fetch(COLUMNS_SQL, oids, everything)
         key_rows = await conn.fetch(KEYS_SQL, oids)
     tables = {
         r["oid"]: TableInfo(r["schema"], r["name"], r["kind"], r["comment"], max(int(r["estimated_rows"]), 0))

@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import asyncpg
 
+from gateway import errors, masking
 from gateway.execute import values
 from gateway.observability.logging import get_logger
 from gateway.settings import DatabaseSettings, Settings
 
 log = get_logger(__name__)
 
-# Everything a session could carry over: cursors, LISTEN, advisory locks, settings, role, temp objects.
-# asyncpg's own prepared statements are kept (they are the driver's cache, not client state).
+# Everything a session could carry over: cursors, prepared statements, LISTEN, advisory locks, settings,
+# role, temp objects. The pool runs with asyncpg's statement cache off (``statement_cache_size=0``), so the
+# driver itself only ever uses the unnamed statement, which the next Parse replaces; DEALLOCATE ALL is the
+# second layer for anything named that got through (pg_prepared_statements would show its text).
 RESET_SQL = """
 CLOSE ALL;
+DEALLOCATE ALL;
 UNLISTEN *;
 SELECT pg_advisory_unlock_all();
 RESET ALL;
@@ -53,6 +58,10 @@ async def create_pool(settings: DatabaseSettings) -> asyncpg.Pool:
         # asyncpg's connect timeout defaults to 60 s: a database behind a network cut would hold each new
         # connection that long; no request waits longer than acquire_timeout_s for one anyway.
         timeout=settings.limits.acquire_timeout_s,
+        # No named prepared statements: a cached statement outlives the request that made it, and
+        # pg_prepared_statements shows its text, literals included, to whoever uses the connection next
+        # (another key, another role). Measured cost: README "Pooled connections carry nothing over".
+        statement_cache_size=0,
     )
     try:
         return await asyncpg.create_pool(min_size=settings.pool_min_size, **kwargs)
@@ -68,6 +77,12 @@ class Target:
     name: str
     settings: DatabaseSettings
     pool: asyncpg.Pool
+    # The hidden names of this database's live policy (gateway.masking.install); none until installed.
+    hidden_names: Callable[[], Sequence[str]] = field(default=lambda: ())
+
+    def mask_error(self, error: errors.GatewayError) -> errors.GatewayError:
+        """``error`` with hidden names masked: where a database error becomes a gateway error."""
+        return masking.mask_error(error, self.hidden_names())
 
     async def ping(self, timeout: float) -> str:
         """'ok' when the database answers ``SELECT 1`` within ``timeout`` seconds, else why not."""

@@ -149,7 +149,7 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget
             if isinstance(exc, UNAVAILABLE):
                 raise
             await _rollback_quietly(conn)
-            raise _query_error(target.name, exc, by_deadline=budget.by_deadline) from exc
+            raise target.mask_error(_query_error(target.name, exc, by_deadline=budget.by_deadline)) from exc
         except asyncpg.InterfaceError as exc:
             if isinstance(exc, UNAVAILABLE) or conn.is_closed():
                 raise errors.DatabaseUnavailable(f"database {target.name!r}: {exc}", database=target.name) from exc
@@ -174,13 +174,10 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget
 
 
 async def _prepare(conn: asyncpg.Connection, sql: str) -> asyncpg.prepared_stmt.PreparedStatement:
-    # Dashboards repeat the same statements: asyncpg's per-connection statement cache saves the
-    # Parse/Describe round trip. The public prepare() bypasses that cache, hence the private call, with
-    # the public one as a fallback should asyncpg rename it.
-    cached = getattr(conn, "_prepare", None)
-    if cached is not None:
-        return await cached(sql, use_cache=True)
-    return await conn.prepare(sql)
+    # The unnamed statement (the pool sets statement_cache_size=0, so prepare() names nothing): it lives
+    # until the next Parse on this connection and never shows in pg_prepared_statements, so no later
+    # request on the connection, under any key or role, can read this one's SQL.
+    return await conn.prepare(sql, name=False)  # type: ignore[arg-type]
 
 
 async def _rollback_quietly(conn: asyncpg.Connection) -> None:

@@ -28,6 +28,14 @@ Backpressure
 - ``nl2sql_rejected_total{reason}``: requests shed by backpressure: ``rate_limited`` (429), ``in_flight``
   and ``llm_queue`` (503 overloaded).
 
+Rules and privileges
+- ``nl2sql_rules_reload_errors_total{database,reason}``: rule reloads that kept the last good rules (reason
+  ``invalid``, ``empty``, ``unstable``: the files kept changing while read) or kept names hidden that
+  disappeared from the files (``hidden_removed``); see docs/hidden-data.md.
+- ``nl2sql_role_privilege_problems{database,role,problem}``: what the login role or a key's mapped role may
+  do beyond reading visible columns (``reads_hidden``, ``can_write``, ``can_create``, ``superuser``,
+  ``bypassrls``, ``missing_role``); the value counts the objects (1 for role attributes), 0 once fixed.
+
 Feedback store and MAGIC
 - ``nl2sql_feedback_total{database,verdict}``: feedback received (``correct`` / ``incorrect``), new rows only.
 - ``nl2sql_feedback_accuracy_ratio{database}``: share of ``correct`` verdicts among all feedback in the store.
@@ -56,6 +64,13 @@ SAFETY_BLOCKS = Counter("nl2sql_safety_blocks_total", "Statements refused by the
 POOL_SIZE = Gauge("nl2sql_pool_size", "Connections open in the pool.", ["database"])
 POOL_IN_USE = Gauge("nl2sql_pool_in_use", "Connections checked out of the pool.", ["database"])
 POOL_MAX = Gauge("nl2sql_pool_max", "Most connections the pool may open (pool_max_size).", ["database"])
+
+RULES_RELOAD_ERRORS = Counter("nl2sql_rules_reload_errors_total",
+                              "Rule reloads that kept the last good rules, by reason.", ["database", "reason"])
+
+ROLE_PRIVILEGE_PROBLEMS = Gauge("nl2sql_role_privilege_problems",
+                                "What a role may do beyond the rules (objects), by problem.",
+                                ["database", "role", "problem"])
 
 ASK = Counter("nl2sql_ask_total", "Questions answered, by final status.", ["database", "status"])
 ATTEMPTS = Histogram(

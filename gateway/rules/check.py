@@ -1,8 +1,8 @@
 """``check_rules``: rule files against the live schema, for ``nl2sql-gateway rules check``.
 
 Besides the file's own shape (unknown keys, bad types, YAML errors), every table and column a rule names
-must exist in the database as the gateway's role sees it; a typo would otherwise hide nothing or describe
-nothing, silently.
+must exist in the database (the catalogs list every table and column, also those the gateway's role may not
+read, as a hidden column should be); a typo would otherwise hide nothing or describe nothing, silently.
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 
 from gateway.rules.check import check_rules
+from gateway.rules.grants import PrivilegeProblem, check_target
 from gateway.rules.loading import RuleProblem
 
-app = typer.Typer(help="Check the DBA rule files (rules/<database>.yaml) against the live schema.",
+app = typer.Typer(help="Check the DBA rule files (rules/<database>.yaml) against the live schema and the "
+                  "gateway's Postgres privileges; print the grants that match them.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 
@@ -23,11 +25,15 @@ def check_command(
     database: Annotated[str | None, typer.Option(help="Check only this configured database.")] = None,
     rules_dir: Annotated[Path | None, typer.Option(help="Rule files folder (default: the rules_dir "
                                                       "setting).", file_okay=False)] = None,
+    role: Annotated[list[str] | None, typer.Option("--role", help="Also check this Postgres role, e.g. an API "
+                                                   "key's --pg-role (repeatable).")] = None,
 ) -> None:
     """Validate rule files: YAML, keys and types, and every table and column against the live schema.
 
-    Prints one `file:line: message` per problem. Exit status: 0 clean (warnings allowed), 1 errors,
-    2 usage error or a database that could not be read.
+    Also checks the role the gateway connects as: it must not be able to read a hidden column, write
+    anything, create objects, or be a superuser or bypass RLS (fix: `rules grants DATABASE --apply`).
+    Prints one `file:line: message` (or `database ...: role ...`) per problem. Exit status: 0 clean
+    (warnings allowed), 1 errors, 2 usage error or a database that could not be read.
     """
     from gateway.cli import _settings  # the one place that turns --config into Settings
 
@@ -40,7 +46,7 @@ def check_command(
         names = [database]
     folder = rules_dir or settings.rules_dir
     try:
-        schemas = asyncio.run(_introspect(settings, names))
+        schemas, privileges = asyncio.run(_introspect(settings, names, folder, [None, *(role or [])]))
     except _Unreadable as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from exc
@@ -49,7 +55,9 @@ def check_command(
         problems = [p for p in problems if p.severity == "error" or _belongs(p, folder, database)]
     for problem in problems:
         typer.echo(str(problem))
-    errors = sum(p.severity == "error" for p in problems)
+    for privilege in privileges:
+        typer.echo(f"{privilege} (fix: nl2sql-gateway rules grants {privilege.database} --apply --admin-dsn ...)")
+    errors = sum(p.severity == "error" for p in problems) + len(privileges)
     warnings = len(problems) - errors
     typer.echo(f"{errors} error(s), {warnings} warning(s) in the rules for {', '.join(names) or 'no database'}",
                err=True)
@@ -60,23 +68,92 @@ class _Unreadable(Exception):
     pass
 
 
-async def _introspect(settings, names: list[str]):  # type: ignore[no-untyped-def]
+async def _introspect(settings, names: list[str], folder: Path, roles: list[str | None]):  # type: ignore[no-untyped-def]
     from gateway import errors
     from gateway.execute import Targets
     from gateway.execute.introspect import introspect
+    from gateway.rules.loading import load_ruleset, rule_files
 
     subset = settings.model_copy(update={"databases": {n: settings.databases[n] for n in names}})
     targets = await Targets.open(subset)
     try:
         out = {}
+        privileges: list[PrivilegeProblem] = []
         for name in names:
+            target = targets.by_name[name]
             try:
-                out[name] = await introspect(targets.by_name[name])
+                out[name] = await introspect(target, everything=True)
+                if target.settings.privilege_check != "off":
+                    rules, _ = load_ruleset(name, rule_files(folder, name))
+                    privileges += await check_target(target, rules, roles)
             except errors.GatewayError as exc:
                 raise _Unreadable(f"database {name!r}: {exc.code}: {exc.detail}") from exc
-        return out
+        return out, privileges
     finally:
         await targets.close()
+
+
+@app.command("grants")
+def grants_command(
+    database: Annotated[str, typer.Argument(help="The configured database to write grants for.")],
+    config: Annotated[Path | None, typer.Option(
+        "--config", "-c", help="TOML config file (default: $NL2SQL_CONFIG or ./nl2sql-gateway.toml).",
+        exists=True, dir_okay=False, envvar="NL2SQL_CONFIG")] = None,
+    role: Annotated[str | None, typer.Option(help="Role to grant to (default: the role the database's DSN "
+                                                  "connects as; give a key's --pg-role to write its grants).")] = None,
+    admin_dsn: Annotated[str | None, typer.Option("--admin-dsn", help="A DSN on this database of a role that sees "
+                                                  "every table and may grant (an owner or superuser); needed for "
+                                                  "--apply. Without it the schema is read through the gateway's "
+                                                  "own DSN, which sees only what it may read already.")] = None,
+    apply: Annotated[bool, typer.Option("--apply", help="Run the SQL with --admin-dsn instead of only "
+                                                        "printing it.")] = False,
+    keep_public: Annotated[bool, typer.Option("--keep-public", help="Leave PUBLIC's catalog grants as they "
+                                                                    "are (they show other sessions' SQL).")] = False,
+    rules_dir: Annotated[Path | None, typer.Option(help="Rule files folder (default: the rules_dir "
+                                                      "setting).", file_okay=False)] = None,
+) -> None:
+    """Print the SQL for a least-privilege role: SELECT on every visible column, nothing on hidden ones.
+
+    USAGE on each schema, column-level SELECT on the columns the rules leave visible, everything else the
+    role held directly on those tables, schemas and the database revoked, and (unless --keep-public) the
+    catalog views that show other clients' SQL revoked from PUBLIC. Re-run it after changing hidden
+    columns. Exit status: 0 done, 1 rule files with errors or a failed --apply, 2 usage error.
+    """
+    from gateway.cli import _settings  # the one place that turns --config into Settings
+    from gateway.execute.privileges import login_role, run_admin_script
+    from gateway.rules.grants import database_grants
+
+    settings = _settings(config)
+    db = settings.databases.get(database)
+    if db is None:
+        typer.echo(f"unknown database {database!r}; configured: {', '.join(sorted(settings.databases)) or 'none'}",
+                   err=True)
+        raise typer.Exit(2)
+    if apply and not admin_dsn:
+        typer.echo("--apply needs --admin-dsn (a role that may grant on this database)", err=True)
+        raise typer.Exit(2)
+    password = db.password.get_secret_value() if db.password else None
+
+    async def build() -> str:
+        grantee = role or await login_role(db.dsn, password)
+        return await database_grants(admin_dsn or db.dsn, rules_dir or settings.rules_dir, database, grantee,
+                                     public_revokes=not keep_public, password=None if admin_dsn else password)
+
+    try:
+        sql = asyncio.run(build())
+    except ValueError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(sql, nl=False)
+    if apply:
+        assert admin_dsn is not None
+        try:
+            asyncio.run(run_admin_script(admin_dsn, sql))
+        except Exception as exc:  # noqa: BLE001 - report any database refusal as a failed apply
+            typer.echo(f"apply failed: {type(exc).__name__}: {exc}", err=True)
+            raise typer.Exit(1) from exc
+        typer.echo(f"applied on database {database!r}", err=True)
+
 
 
 def _belongs(problem: RuleProblem, folder: Path, database: str) -> bool:

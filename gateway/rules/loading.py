@@ -69,13 +69,19 @@ class ParsedFile:
         return _line_for(self.lines, path)
 
 
-def parse_file(path: Path) -> tuple[ParsedFile | None, list[RuleProblem]]:
-    """One file, validated; (None, problems) when it cannot be used."""
+# A file with no YAML document at all. On its own it defines no rules (a warning); the registry treats it as
+# an error when it replaced a file that held rules, since that is what a half-written file looks like.
+EMPTY_FILE = "the file is empty or holds only comments: it defines no rules"
+
+
+def parse_file(path: Path, text: str | None = None) -> tuple[ParsedFile | None, list[RuleProblem]]:
+    """One file, validated; (None, problems) when it cannot be used. ``text``: its content, already read."""
     where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [RuleProblem(where, 0, f"cannot read the file: {exc}")]
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return None, [RuleProblem(where, 0, f"cannot read the file: {exc}")]
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -89,6 +95,7 @@ def parse_file(path: Path) -> tuple[ParsedFile | None, list[RuleProblem]]:
     if node is not None:
         _collect_lines(node, (), lines, problems, where)
     if data is None:
+        problems.append(RuleProblem(where, 0, EMPTY_FILE, severity="warning"))
         data = {}
     if not isinstance(data, dict):
         return None, [RuleProblem(where, 1, "a rule file must be a mapping (tables:, instructions:, ...)")]
@@ -105,15 +112,20 @@ def parse_file(path: Path) -> tuple[ParsedFile | None, list[RuleProblem]]:
         except ValueError as exc:
             problems.append(RuleProblem(where, parsed.line("required_conditions", i, "sql"),
                                         f"required condition {cond.name!r}: {exc}"))
-    return (None if problems else parsed), problems
+    return (None if any(p.severity == "error" for p in problems) else parsed), problems
 
 
-def load_ruleset(database: str, files: list[Path]) -> tuple[RuleSet, list[RuleProblem]]:
-    """Merge the files for one database; the RuleSet is only meaningful when there are no problems."""
+def load_ruleset(database: str, files: list[Path],
+                 texts: dict[Path, str] | None = None) -> tuple[RuleSet, list[RuleProblem]]:
+    """Merge the files for one database; the RuleSet is only meaningful when there are no errors.
+
+    ``texts``: the files' contents as already read (the registry reads them once, consistently); files
+    missing from it are read here.
+    """
     parsed: list[ParsedFile] = []
     problems: list[RuleProblem] = []
     for path in files:
-        one, found = parse_file(path)
+        one, found = parse_file(path, (texts or {}).get(path))
         problems += found
         if one is not None:
             parsed.append(one)
@@ -151,6 +163,8 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
     defined_at: dict[str, str] = {}
     hidden_tables: set[str] = set()
     hidden_columns: set[str] = set()
+    shown_tables: set[str] = set()
+    shown_columns: set[str] = set()
     instructions: list[str] = []
     functions: set[str] = set()
     limits: dict[str, int] = {}
@@ -174,6 +188,8 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
                 tables[tkey] = rule.description.strip()
             if rule.hidden:
                 hidden_tables.add(tkey)
+            elif rule.hidden is False:
+                shown_tables.add(tkey)
             for column, crule in rule.columns.items():
                 ckey = f"{tkey}.{column.lower()}"
                 line = pf.line("tables", table, "columns", column)
@@ -181,6 +197,8 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
                     columns[ckey] = crule.description.strip()
                 if crule.hidden:
                     hidden_columns.add(ckey)
+                elif crule.hidden is False:
+                    shown_columns.add(ckey)
         instructions += [i.strip() for i in m.instructions]
         functions |= {f.lower() for f in m.extra_functions}
         for key in ("max_rows", "max_joins", "max_subquery_depth"):
@@ -211,6 +229,8 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
         instructions=instructions,
         hidden_tables=frozenset(hidden_tables),
         hidden_columns=frozenset(hidden_columns),
+        shown_tables=frozenset(shown_tables - hidden_tables),
+        shown_columns=frozenset(shown_columns - hidden_columns),
         extra_functions=frozenset(functions),
         limits=RuleLimitsSet(**limits),
         required_conditions=conditions,

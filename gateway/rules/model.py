@@ -36,14 +36,16 @@ class ColumnRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     description: str = Field(default="", description="What the column means; shown to the LLM.")
-    hidden: bool = Field(default=False, description="Never shown to the LLM and blocked by the safety check.")
+    hidden: bool | None = Field(default=None, description="Never shown to the LLM and blocked by the safety "
+                                "check. `false` un-hides a column hidden before without a restart.")
 
 
 class TableRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     description: str = Field(default="", description="What the table holds; shown to the LLM.")
-    hidden: bool = Field(default=False, description="Never shown to the LLM and blocked by the safety check.")
+    hidden: bool | None = Field(default=None, description="Never shown to the LLM and blocked by the safety "
+                                "check. `false` un-hides a table hidden before without a restart.")
     columns: dict[str, ColumnRule] = Field(default_factory=dict)
 
     @field_validator("columns", mode="before")
@@ -154,6 +156,9 @@ class RuleSet:
     instructions: list[str] = field(default_factory=list)
     hidden_tables: frozenset[str] = frozenset()
     hidden_columns: frozenset[str] = frozenset()  # 'table.column', lower case
+    # Written `hidden: false`: the only way a reload un-hides what was hidden (see gateway.rules.registry).
+    shown_tables: frozenset[str] = frozenset()
+    shown_columns: frozenset[str] = frozenset()
     extra_functions: frozenset[str] = frozenset()
     limits: RuleLimitsSet = field(default_factory=RuleLimitsSet)
     required_conditions: list[RequiredCondition] = field(default_factory=list)

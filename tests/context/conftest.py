@@ -18,8 +18,13 @@ MakeState = Callable[..., "AsyncIterator[GatewayState]"]
 
 
 @pytest.fixture
-async def make_state(demo_dsn: str, tmp_path: Path) -> AsyncIterator[Callable[..., object]]:
-    """``await make_state(rules_yaml=None, **context_settings)`` -> a GatewayState, closed after the test."""
+async def make_state(demo_admin_dsn: str, tmp_path: Path) -> AsyncIterator[Callable[..., object]]:
+    """``await make_state(rules_yaml=None, **context_settings)`` -> a GatewayState, closed after the test.
+
+    As the superuser: the demo reader is granted only the columns rules/demo.yaml leaves visible, and these
+    tests are about what the rules (written per test) keep out of the context.
+    """
+    demo_dsn = demo_admin_dsn
     opened: list[Targets] = []
 
     async def make(rules_yaml: str | None = None, **context: object) -> GatewayState:

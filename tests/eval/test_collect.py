@@ -17,8 +17,9 @@ from tests.eval.helpers import eval_settings
 from tests.eval.test_scenarios import Q, gold, question_file, script
 
 
-async def test_failures_become_corrections_once(demo_dsn: str, fresh_db: str, llm: ScriptedLLM,
+async def test_failures_become_corrections_once(demo_admin_dsn: str, fresh_db: str, llm: ScriptedLLM,
                                                 guidelines_dir: Path, tmp_path: Path) -> None:
+    demo_dsn = demo_admin_dsn  # the questions read customers.email, which the demo reader is not granted
     script(llm)
     path = question_file(tmp_path)
     questions = load_questions(path)

@@ -82,7 +82,8 @@ EXPECTED = {
 
 
 @pytest.fixture
-async def run(demo_dsn: str, llm: ScriptedLLM, guidelines_dir: Path, tmp_path: Path) -> dict:
+async def run(demo_admin_dsn: str, llm: ScriptedLLM, guidelines_dir: Path, tmp_path: Path) -> dict:
+    demo_dsn = demo_admin_dsn  # the questions read customers.email, which the demo reader is not granted
     script(llm)
     path = question_file(tmp_path)
     questions = load_questions(path)

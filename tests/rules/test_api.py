@@ -10,7 +10,9 @@ from gateway.api.app import create_app
 from gateway.settings import DatabaseSettings, Settings
 
 
-async def test_schema_and_sql_routes_honour_rule_edits_live(demo_dsn: str, tmp_path: Path) -> None:
+async def test_schema_and_sql_routes_honour_rule_edits_live(demo_admin_dsn: str, tmp_path: Path) -> None:
+    # As the superuser: the demo reader is not granted hidden columns, and these tests are about the rules.
+    demo_dsn = demo_admin_dsn
     rules = tmp_path / "demo.yaml"
     rules.write_text("tables:\n  payments: {hidden: true}\n")
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
@@ -20,8 +22,8 @@ async def test_schema_and_sql_routes_honour_rule_edits_live(demo_dsn: str, tmp_p
         tables = {t["name"]: t for t in schema["tables"]}
         assert "payments" not in tables and "salary" in {c["name"] for c in tables["employees"]["columns"]}
 
-        rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n"
-                         "      manager_id: {hidden: true}\n")
+        rules.write_text("tables:\n  payments: {hidden: false}\n  employees:\n    columns:\n"
+                         "      salary: {hidden: true}\n      manager_id: {hidden: true}\n")
         schema = (await http.get("/v1/databases/demo/schema")).json()
         employees = next(t for t in schema["tables"] if t["name"] == "employees")
         assert {"salary", "manager_id"}.isdisjoint(c["name"] for c in employees["columns"])
@@ -50,8 +52,9 @@ async def test_rules_max_rows_tightens_the_row_cap(demo_dsn: str, tmp_path: Path
         assert len(answer["rows"]) == 3  # a request cannot loosen the rules
 
 
-async def test_a_cached_verdict_never_outlives_a_rule_edit(demo_dsn: str, tmp_path: Path) -> None:
+async def test_a_cached_verdict_never_outlives_a_rule_edit(demo_admin_dsn: str, tmp_path: Path) -> None:
     """/v1/sql caches verdicts of repeated SQL per policy; hiding a column must block the same text next time."""
+    demo_dsn = demo_admin_dsn  # the demo reader may not read salary at all
     rules = tmp_path / "demo.yaml"
     rules.write_text("instructions: [\"be careful\"]\n")
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
@@ -63,5 +66,5 @@ async def test_a_cached_verdict_never_outlives_a_rule_edit(demo_dsn: str, tmp_pa
         rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n")
         blocked = await http.post("/v1/sql", json=body)
         assert blocked.status_code == 422 and "hidden_column" in blocked.json()["codes"]
-        rules.write_text("instructions: [\"be careful again\"]\n")
+        rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: false}\n")
         assert (await http.post("/v1/sql", json=body)).status_code == 200

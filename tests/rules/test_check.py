@@ -36,7 +36,7 @@ required_conditions:
 async def demo_schema(demo_dsn: str) -> Schema:
     targets = await Targets.open(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}))
     try:
-        return await introspect(targets.by_name["demo"])
+        return await introspect(targets.by_name["demo"], everything=True)  # as `rules check` does
     finally:
         await targets.close()
 

@@ -107,8 +107,10 @@ def test_edits_apply_without_a_restart(tmp_path: Path) -> None:
     # a new file in the folder form is picked up too, and a removed one dropped
     extra = write(tmp_path / "demo" / "more.yaml", "tables:\n  orders:\n    columns:\n      note: {hidden: true}\n")
     assert registry.get("demo").hidden_columns == {"orders.note"}
-    extra.unlink()
+    write(extra, "tables:\n  orders:\n    columns:\n      note: {hidden: false}\n")  # un-hidden on purpose
     assert registry.get("demo").hidden_columns == frozenset()
+    extra.unlink()
+    assert registry.get("demo").instructions == ["First rule.", "A second and longer rule."]
 
 
 def test_a_bad_edit_keeps_the_last_good_rules_and_logs_an_error(tmp_path: Path) -> None:
@@ -124,7 +126,8 @@ def test_a_bad_edit_keeps_the_last_good_rules_and_logs_an_error(tmp_path: Path) 
     assert len(errors) == 1 and errors[0]["log_level"] == "error" and errors[0]["problems"]
     assert registry.problems("demo")
     write(path, "tables:\n  employees:\n    columns:\n      email: {hidden: true}\n")
-    assert registry.get("demo").hidden_columns == {"employees.email"}
+    # salary's entry disappeared without `hidden: false`: it stays hidden (see the reload tests)
+    assert registry.get("demo").hidden_columns == {"employees.email", "employees.salary"}
     assert registry.problems("demo") == []
 
 

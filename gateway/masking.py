@@ -1,0 +1,79 @@
+"""Hidden names out of every text the gateway shows: one masking function, driven by a database's policy.
+
+A Postgres message or hint can name a hidden column ("Perhaps you meant to reference the column
+"employees.salary"") and a safety finding names what it refused; neither may reach a client, a log line
+or a prompt. Database errors are masked where they become gateway errors (``gateway.execute.run`` through
+:meth:`gateway.execute.pool.Target.mask_error`, installed per database by :func:`install`), safety
+findings where they become a refusal (``gateway.client_sql``, ``gateway.ask``); traces, SSE events and
+reflection prompts are built from those, so they carry masked text too.
+
+>>> names = hidden_names_of(frozenset({"employees.salary"}), frozenset())
+>>> mask('column "salar" does not exist; Perhaps you meant to reference the column "employees.salary".', names)
+'column "salar" does not exist; Perhaps you meant to reference the column "[hidden]".'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gateway.errors import GatewayError
+    from gateway.state import GatewayState
+
+MASK = "[hidden]"
+
+
+def hidden_names_of(hidden_columns: Iterable[str], hidden_tables: Iterable[str]) -> list[str]:
+    """Every spelling to mask: ``table.column``, the bare column and table names (longest first)."""
+    names: set[str] = set()
+    for entry in (*hidden_columns, *hidden_tables):
+        parts = entry.lower().split(".")
+        names.add(entry.lower())
+        names.add(parts[-1])
+        if len(parts) > 2:
+            names.add(".".join(parts[-2:]))
+    return sorted(names, key=len, reverse=True)
+
+
+def mask(text: str, names: Sequence[str]) -> str:
+    """Replace hidden names in prose, whole words, any case, quoted or not (``"employees"."salary"`` too)."""
+    if not names or not text:
+        return text
+    # A qualified name may be written with quotes around each part: "employees"."salary".
+    spelled = [r'"?\."?'.join(re.escape(p) for p in n.split(".")) if "." in n else re.escape(n) for n in names]
+    pattern = re.compile(r"(?<![\w$])(?:" + "|".join(spelled) + r")(?![\w$])", re.IGNORECASE)
+    return pattern.sub(MASK, text)
+
+
+def mask_fields(value: Any, names: Sequence[str]) -> Any:
+    """``value`` with every string inside (dicts, lists, tuples) masked."""
+    if not names:
+        return value
+    if isinstance(value, str):
+        return mask(value, names)
+    if isinstance(value, dict):
+        return {k: mask_fields(v, names) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(mask_fields(v, names) for v in value)
+    return value
+
+
+def mask_error(error: GatewayError, names: Sequence[str]) -> GatewayError:
+    """``error`` with its detail and every string field masked (the same object, changed in place)."""
+    if names:
+        error.detail = mask(error.detail, names)
+        error.args = (error.detail,)
+        error.extra = mask_fields(error.extra, names)
+    return error
+
+
+def install(state: GatewayState) -> None:
+    """Mask each target's database errors with the hidden names of its live policy (rules reload included)."""
+    for name, target in state.targets.by_name.items():
+        def names(name: str = name) -> list[str]:
+            policy = state.policy(name)
+            return hidden_names_of(policy.hidden_columns, policy.hidden_tables)
+
+        target.hidden_names = names
