@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from gateway.execute import values
+from gateway.execute.budget import ResultBudget
 from gateway.observability.logging import get_logger
 from gateway.settings import DatabaseSettings, Settings
 
@@ -68,6 +69,7 @@ class Target:
     name: str
     settings: DatabaseSettings
     pool: asyncpg.Pool
+    results: ResultBudget = field(default_factory=ResultBudget)  # shared by all targets of a process
 
     async def ping(self, timeout: float) -> str:
         """'ok' when the database answers ``SELECT 1`` within ``timeout`` seconds, else why not."""
@@ -94,8 +96,9 @@ class Targets:
     @classmethod
     async def open(cls, settings: Settings) -> Targets:
         targets = cls()
+        results = ResultBudget(settings.backpressure.result_bytes_in_flight, settings.backpressure.result_wait_s)
         for name, db in settings.databases.items():
-            targets.by_name[name] = Target(name, db, await create_pool(db))
+            targets.by_name[name] = Target(name, db, await create_pool(db), results)
         return targets
 
     async def close(self) -> None:
