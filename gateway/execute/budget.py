@@ -22,6 +22,7 @@ from typing import Any
 from gateway import errors
 
 FIRST_BATCH = 32  # rows fetched before anything is known of their width
+MAX_BATCH_BYTES = 256 * 1024  # a batch arrives whole before it is counted: keep what is uncounted small
 POLL_S = 0.005
 
 
@@ -99,7 +100,8 @@ async def fetch_rows(cursor: Any, cap: int, *, limit: int, lease: Lease, measure
 
     Returns (rows converted for JSON, truncated, batches fetched). Each batch's records are converted and
     dropped before the next one arrives, so no second full copy of the result is ever held. Batch sizes
-    follow the bytes left: after a first small batch, as many rows as fit in half of what remains.
+    follow the bytes left: after a first small batch, as many rows as fit in half of what remains,
+    and never more than ``MAX_BATCH_BYTES`` at once (a batch is only counted once it has arrived).
     """
     rows: list[list[Any]] = []
     held, want, batches = 0, min(FIRST_BATCH, cap + 1), 0
@@ -119,4 +121,5 @@ async def fetch_rows(cursor: Any, cap: int, *, limit: int, lease: Lease, measure
         if got_all:
             return rows, False, batches
         per_row = max(held // max(len(rows), 1), 1)
-        want = max(1, min(cap + 1 - len(rows), (limit - held) // per_row // 2))
+        room = min((limit - held) // 2, MAX_BATCH_BYTES)
+        want = max(1, min(cap + 1 - len(rows), room // per_row))

@@ -46,6 +46,7 @@ class QueryResult:
     rows: list[list[Any]]
     truncated: bool
     timings: dict[str, float] = field(default_factory=dict)
+    size_bytes: int = 0  # what the rows hold, as counted against the result budget
 
     @property
     def row_count(self) -> int:
@@ -183,6 +184,7 @@ async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budg
         rows=rows,
         truncated=truncated,
         timings={"acquire_ms": (acquired - started) * 1000, "db_ms": (executed - acquired) * 1000},
+        size_bytes=lease.bytes,
     )
     # The rows stay charged to the process's result budget until nothing refers to them any more: after
     # the response has been written, not when the fetch ends.

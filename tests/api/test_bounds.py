@@ -196,3 +196,18 @@ async def test_a_new_query_waits_briefly_for_the_budget(demo_dsn: str) -> None:
         held.release()
         response = await request
     assert response.status_code == 200 and response.json()["rows"] == [[1]]
+
+
+async def test_a_large_result_is_streamed_as_the_same_json(demo_dsn: str) -> None:
+    query = "SELECT g, repeat(md5(g::text), 100) AS v, g * 1.5 AS x FROM generate_series(1, 700) g ORDER BY g"
+    async with gateway(demo_dsn, max_rows=500) as (http, state):
+        response = await sql(http, query)
+        gc.collect()
+        assert state.target("demo").results.used == 0  # freed once the streamed response was sent
+    assert response.status_code == 200 and response.headers["content-type"] == "application/json"
+    assert "content-length" not in response.headers  # streamed: no whole copy of the body was built
+    body = response.json()
+    assert set(body) == {"database", "verdict", "columns", "rows", "row_count", "truncated", "timings", "request_id"}
+    assert body["row_count"] == len(body["rows"]) == 500 and body["truncated"] is True
+    assert body["rows"][0] == [1, "c4ca4238a0b923820dcc509a6f75849b" * 100, "1.5"]
+    assert [r[0] for r in body["rows"]] == list(range(1, 501))
