@@ -9,12 +9,15 @@ multiplies two tables shows there even under an aggregate that returns one row).
 The text planned is the checked text, prefixed by ``EXPLAIN (FORMAT JSON)``. The one statement the safety
 check allows that EXPLAIN cannot take is an EXPLAIN itself, which runs nothing: Postgres answers it with a
 syntax error, the transaction goes back to the savepoint taken when it began, and the statement runs
-ungated.
+ungated. Estimates of recent statements are reused for a minute (per database, role and text), so a
+dashboard's repeated queries pay for the EXPLAIN once; the limits are compared on every run.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +48,43 @@ async def estimate(conn: asyncpg.Connection, sql: str) -> Estimate | None:
     return Estimate(float(plan["Total Cost"]), _most_rows(plan))
 
 
-async def gate(conn: asyncpg.Connection, database: str, limits: Any, sql: str) -> Estimate | None:
+class _Recent:
+    """Estimates of recent statements: dashboards send the same text again and again, and a plan's
+    estimate moves only with the table statistics. Keyed by database, role and text; kept ``TTL_S``."""
+
+    TTL_S = 60.0
+    MAX_ENTRIES = 2048
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[str, str | None, str], tuple[float, Estimate | None]] = OrderedDict()
+
+    def get(self, key: tuple[str, str | None, str]) -> tuple[bool, Estimate | None]:
+        hit = self._entries.get(key)
+        if hit is None or time.monotonic() - hit[0] > self.TTL_S:
+            return False, None
+        self._entries.move_to_end(key)
+        return True, hit[1]
+
+    def put(self, key: tuple[str, str | None, str], value: Estimate | None) -> None:
+        self._entries[key] = (time.monotonic(), value)
+        if len(self._entries) > self.MAX_ENTRIES:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+recent = _Recent()
+
+
+async def gate(conn: asyncpg.Connection, database: str, limits: Any, sql: str,
+               role: str | None = None) -> Estimate | None:
     """Raise :class:`errors.CostTooHigh` when the plan is beyond the database's limits."""
-    found = await estimate(conn, sql)
+    key = (database, role, sql)
+    known, found = recent.get(key) if len(sql) <= 16_384 else (False, None)
+    if not known:
+        found = await estimate(conn, sql)
+        recent.put(key, found)
     if found is None:
         return None
     over = []

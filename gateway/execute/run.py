@@ -159,7 +159,7 @@ async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budg
             await conn.execute(_begin_sql(target, role, budget.statement_ms))
             stmt = await _prepare(conn, sql)
             attributes = stmt.get_attributes()
-            await cost.gate(conn, target.name, target.settings.limits, sql)
+            await cost.gate(conn, target.name, target.settings.limits, sql, role)
             cursor = await stmt.cursor()
             columns = [Column(a.name, a.type.name) for a in attributes]
             rows, truncated = await _fetch(target, cursor, cap, columns, lease)
