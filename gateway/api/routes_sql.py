@@ -32,9 +32,12 @@ AUTH = (errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable)  # see g
     response_model=SqlResponse,
     summary="Run a client's SQL on a named database",
     description="Checks the statement (deny by default), then runs exactly that text in a READ ONLY "
-    "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor.",
+    "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor. The planner's "
+    "estimate is checked first (`cost_too_high`); rows are counted as they arrive (`result_too_large`, and "
+    "`overloaded` when the process's result budget is spent). Large results are streamed.",
     responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase, errors.SqlBlocked,
-                                errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable),
+                                errors.QueryError, errors.CostTooHigh, errors.ResultTooLarge, errors.StatementTimeout,
+                                errors.Overloaded, errors.DatabaseUnavailable),
 )
 async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Depends(get_state),
                    principal: Principal = Depends(authorize)) -> Response:

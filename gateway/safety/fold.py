@@ -117,9 +117,11 @@ def text(node: Any, depth: int = 0) -> str | None:
 
 
 def _only_target(subselect: Any) -> Any:
+    """The one target of a scalar subquery: ``(SELECT 200000000 FROM orders LIMIT 1)`` is that constant or
+    NULL whatever its FROM, WHERE or LIMIT say (grouping could only repeat it, and then Postgres refuses)."""
     kind, select = unwrap(subselect)
     targets = select.get("targetList", ())
-    if kind != "SelectStmt" or select.get("fromClause") or len(targets) != 1:
+    if kind != "SelectStmt" or len(targets) != 1:
         return None
     return unwrap(targets[0])[1].get("val")
 

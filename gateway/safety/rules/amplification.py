@@ -119,7 +119,7 @@ class _Sizes:
         if kind == "SubLink" and body.get("subLinkType") == "EXPR_SUBLINK":
             kind_s, select = unwrap(body.get("subselect"))
             targets = select.get("targetList", ())
-            if kind_s == "SelectStmt" and len(targets) == 1 and not select.get("fromClause"):
+            if kind_s == "SelectStmt" and len(targets) == 1:
                 return self.of(unwrap(targets[0])[1].get("val"), depth + 1)
         if kind in ("CaseExpr", "CoalesceExpr", "MinMaxExpr", "CaseWhen"):
             children = [v for v in body.values() if isinstance(v, (dict, list))]

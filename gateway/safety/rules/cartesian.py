@@ -138,7 +138,8 @@ def _relates(node: object) -> bool:
     if kind == "BoolExpr":
         args = body.get("args", ())
         if body.get("boolop") == "OR_EXPR":
-            return all(_relates(a) for a in args)
+            # ON a.id = b.id OR true keeps every pair: each arm must relate columns on its own.
+            return all(_relates(a) and sum(k == "ColumnRef" for k, _ in descend(a)) > 1 for a in args)
         if body.get("boolop") == "AND_EXPR":
             return any(_relates(a) for a in args)
         return False  # NOT

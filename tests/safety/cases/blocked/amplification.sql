@@ -92,3 +92,15 @@ SELECT array_agg(g) FROM generate_series(1, 2 ^ 40) g
 -- case: cross join lateral generate_series huge
 -- expect: generate_series_too_large
 SELECT count(*) FROM orders o CROSS JOIN LATERAL generate_series(1, 5000000000) g
+-- case: count from a scalar subquery over a table
+-- expect: value_too_large
+SELECT repeat('x', (SELECT 999999999 FROM orders LIMIT 1))
+-- case: count from length of a folded text
+-- expect: value_too_large
+SELECT repeat('x', length(repeat('y', 1000)) * 1000000)
+-- case: count through abs and unary signs
+-- expect: value_too_large
+SELECT repeat('x', abs(-1000000000)), repeat('y', +1000000000)
+-- case: delimiter of string_agg amplified once per row
+-- expect: value_too_large
+SELECT string_agg(city, repeat(',', 50000)) FROM customers

@@ -90,3 +90,15 @@ SELECT count(*) FROM orders a, orders b WHERE a.order_id <> b.order_id
 -- case: cartesian under json_agg of whole rows
 -- expect: cartesian_product
 SELECT json_agg(to_json(t)) FROM (SELECT o.* FROM orders o JOIN customers c ON c.customer_id IS NOT NULL) t
+-- case: join whose equality is or-ed with a constant
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN customers c ON c.customer_id = o.customer_id OR true
+-- case: join whose equality is or-ed with a one-sided test
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN customers c ON c.customer_id = o.customer_id OR o.total_amount > 0
+-- case: join whose predicate touches the same side twice
+-- expect: cartesian_product
+SELECT count(*) FROM orders a JOIN orders b ON a.order_id = a.order_id
+-- case: cross product of two subqueries joined on a constant
+-- expect: cartesian_product
+SELECT count(*) FROM (SELECT * FROM orders) a JOIN (SELECT * FROM orders) b ON 1 = 1
