@@ -94,6 +94,12 @@ class ResultTooLarge(GatewayError):
     code, status, title = "result_too_large", 422, "Result exceeds the gateway's memory limit"
 
 
+class CostTooHigh(GatewayError):
+    """The planner's estimate (EXPLAIN, not run) is beyond the database's max_plan_cost or max_plan_rows."""
+
+    code, status, title = "cost_too_high", 422, "Query's estimated cost exceeds the database's limits"
+
+
 class TooManyRequests(GatewayError):
     code, status, title, retry_after = "too_many_requests", 429, "Too many requests", 1
 

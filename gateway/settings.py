@@ -51,6 +51,19 @@ class Limits(BaseModel):
     acquire_timeout_s: float = Field(
         default=5.0, gt=0, description="Longest wait for a pooled connection before answering 503."
     )
+    max_plan_cost: float = Field(
+        default=1e8, gt=0, description="Largest planner total cost (EXPLAIN, no ANALYZE) a query may have; "
+        "more answers cost_too_high before it runs. Size it from EXPLAIN of the heaviest dashboard query.",
+    )
+    max_plan_rows: float = Field(
+        default=1e8, gt=0, description="Most rows the planner may expect from any node of a query's plan (a "
+        "join, a scan, a function); more answers cost_too_high before it runs.",
+    )
+    work_mem: str | None = Field(
+        default="32MB", pattern=r"^[0-9]{1,9}\s*(kB|MB|GB)?$",
+        description="Postgres work_mem set locally per query (memory per sort or hash before spilling to "
+        "disk); unset keeps the server's value.",
+    )
 
 
 FINDING_CODES_REFLECTED_BY_DEFAULT = frozenset(
@@ -199,6 +212,12 @@ class BackpressureSettings(BaseModel):
                                         "(client, dba, admin), replacing rate_per_s and burst for that role.")
     max_tracked_clients: int = Field(default=10_000, ge=1, description="Most rate-limit buckets kept in "
                                      "memory; the least recently seen key's bucket is dropped beyond it.")
+    result_bytes_in_flight: int = Field(default=256 * 1024 * 1024, ge=1024, description="Bytes of query "
+                                        "results held at once by one replica, across all requests (counted "
+                                        "as rows arrive, freed when the response is sent); a query that would "
+                                        "go beyond it answers 503 overloaded.")
+    result_wait_s: float = Field(default=0.25, ge=0, description="How long a new query waits for result "
+                                 "memory to free up when result_bytes_in_flight is spent, before 503.")
 
 
 class LLMSettings(BaseModel):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from gateway import errors
 from gateway.api.deps import get_state
@@ -14,6 +16,7 @@ from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
 from gateway.client_sql import check_sql, run_client_sql, verdict_view
+from gateway.execute import QueryResult
 from gateway.execute.introspect import introspect
 from gateway.rules import visible_schema
 from gateway.state import GatewayState
@@ -29,27 +32,51 @@ AUTH = (errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable)  # see g
     response_model=SqlResponse,
     summary="Run a client's SQL on a named database",
     description="Checks the statement (deny by default), then runs exactly that text in a READ ONLY "
-    "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor.",
+    "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor. The planner's "
+    "estimate is checked first (`cost_too_high`); rows are counted as they arrive (`result_too_large`, and "
+    "`overloaded` when the process's result budget is spent). Large results are streamed.",
     responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase, errors.SqlBlocked,
-                                errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable),
+                                errors.QueryError, errors.CostTooHigh, errors.ResultTooLarge, errors.StatementTimeout,
+                                errors.Overloaded, errors.DatabaseUnavailable),
 )
 async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Depends(get_state),
                    principal: Principal = Depends(authorize)) -> Response:
     principal.check_database(body.database)
     outcome = await run_client_sql(state, body.database, body.sql, body.max_rows, role=principal.pg_role)
     result = outcome.result
-    payload = {
+    head = {
         "database": body.database,
         "verdict": outcome.verdict.as_dict(),
         "columns": [{"name": c.name, "type": c.type} for c in result.columns],
-        "rows": result.rows,
+    }
+    tail = {
         "row_count": result.row_count,
         "truncated": result.truncated,
         "timings": outcome.timings,
         "request_id": request.state.request_id,
     }
+    if result.size_bytes > STREAM_ABOVE_BYTES:
+        return StreamingResponse(_stream_json(head, result, tail), media_type="application/json")
     # Rows are already JSON-ready; skipping response-model validation keeps large results cheap.
+    payload = {**head, "rows": result.rows, **tail}
     return Response(json.dumps(payload, ensure_ascii=False, allow_nan=False), media_type="application/json")
+
+
+STREAM_ABOVE_BYTES = 1024 * 1024
+_CHUNK_BYTES = 128 * 1024
+
+
+async def _stream_json(head: dict[str, Any], result: QueryResult, tail: dict[str, Any]) -> AsyncIterator[bytes]:
+    """The same JSON as the small-result path, written in chunks: a large result is never copied whole into
+    one string. The generator holds ``result``, so its rows stay charged to the result budget until sent."""
+    dump = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+    yield (dump(head)[:-1] + ', "rows": [').encode()
+    rows = result.rows
+    per_chunk = max(1, _CHUNK_BYTES * len(rows) // max(result.size_bytes, 1))
+    for start in range(0, len(rows), per_chunk):
+        chunk = ", ".join(dump(row) for row in rows[start:start + per_chunk])
+        yield ((", " if start else "") + chunk).encode()
+    yield ("], " + dump(tail)[1:]).encode()
 
 
 @router.post(

@@ -15,6 +15,7 @@ import asyncpg
 
 from gateway import errors, masking
 from gateway.execute import values
+from gateway.execute.budget import ResultBudget
 from gateway.observability.logging import get_logger
 from gateway.settings import DatabaseSettings, Settings
 
@@ -83,6 +84,7 @@ class Target:
     def mask_error(self, error: errors.GatewayError) -> errors.GatewayError:
         """``error`` with hidden names masked: where a database error becomes a gateway error."""
         return masking.mask_error(error, self.hidden_names())
+    results: ResultBudget = field(default_factory=ResultBudget)  # shared by all targets of a process
 
     async def ping(self, timeout: float) -> str:
         """'ok' when the database answers ``SELECT 1`` within ``timeout`` seconds, else why not."""
@@ -109,8 +111,9 @@ class Targets:
     @classmethod
     async def open(cls, settings: Settings) -> Targets:
         targets = cls()
+        results = ResultBudget(settings.backpressure.result_bytes_in_flight, settings.backpressure.result_wait_s)
         for name, db in settings.databases.items():
-            targets.by_name[name] = Target(name, db, await create_pool(db))
+            targets.by_name[name] = Target(name, db, await create_pool(db), results)
         return targets
 
     async def close(self) -> None:

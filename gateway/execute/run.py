@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,8 @@ import asyncpg
 
 from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.execute import values
+from gateway.execute import cost, values
+from gateway.execute.budget import Lease, fetch_rows
 from gateway.execute.pool import Target
 from gateway.observability import metrics
 
@@ -38,12 +40,13 @@ class Column:
     type: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class QueryResult:
     columns: list[Column]
     rows: list[list[Any]]
     truncated: bool
     timings: dict[str, float] = field(default_factory=dict)
+    size_bytes: int = 0  # what the rows hold, as counted against the result budget
 
     @property
     def row_count(self) -> int:
@@ -88,9 +91,12 @@ def _begin_sql(target: Target, role: str | None, statement_timeout_ms: int | Non
         # server configured otherwise cannot read the same text differently from the checker.
         "SET LOCAL standard_conforming_strings = on",
     ]
+    if limits.work_mem:
+        parts.append(f"SET LOCAL work_mem = '{limits.work_mem}'")  # validated by the setting's pattern
     if role:
         # Role names come from the gateway's own key store, never from a request; quote them anyway.
         parts.append(f'SET LOCAL ROLE "{role.replace(chr(34), chr(34) * 2)}"')
+    parts.append(cost.SAVEPOINT)  # last: the cost gate returns here when EXPLAIN cannot take the statement
     return ";\n".join(parts)
 
 
@@ -137,14 +143,26 @@ async def _run_guarded(target: Target, sql: str, cap: int, role: str | None) -> 
 
 async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget: _Budget) -> QueryResult:
     started = time.perf_counter()
+    lease = await target.results.admit()  # before a connection is taken: waiting must not hold one
+    try:
+        return await _run_leased(target, sql, cap, role, budget, lease, started)
+    except BaseException:
+        lease.release()
+        raise
+
+
+async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budget: _Budget,
+                      lease: Lease, started: float) -> QueryResult:
     async with target.pool.acquire(timeout=budget.acquire_s) as conn:
         acquired = time.perf_counter()
         try:
             await conn.execute(_begin_sql(target, role, budget.statement_ms))
             stmt = await _prepare(conn, sql)
             attributes = stmt.get_attributes()
+            await cost.gate(conn, target.name, target.settings.limits, sql, role)
             cursor = await stmt.cursor()
-            records = await cursor.fetch(cap + 1)
+            columns = [Column(a.name, a.type.name) for a in attributes]
+            rows, truncated = await _fetch(target, cursor, cap, columns, lease)
         except asyncpg.PostgresError as exc:
             if isinstance(exc, UNAVAILABLE):
                 raise
@@ -161,16 +179,17 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget
                 await _rollback_quietly(conn)
         executed = time.perf_counter()
     metrics.DB_SECONDS.labels(target.name).observe(executed - acquired)
-    columns = [Column(a.name, a.type.name) for a in attributes]
-    truncated = len(records) > cap
-    _enforce_result_size(target, records[:cap], columns)
-    rows = _to_rows(records[:cap], columns)
-    return QueryResult(
+    result = QueryResult(
         columns=columns,
         rows=rows,
         truncated=truncated,
         timings={"acquire_ms": (acquired - started) * 1000, "db_ms": (executed - acquired) * 1000},
+        size_bytes=lease.bytes,
     )
+    # The rows stay charged to the process's result budget until nothing refers to them any more: after
+    # the response has been written, not when the fetch ends.
+    weakref.finalize(result, lease.release)
+    return result
 
 
 async def _prepare(conn: asyncpg.Connection, sql: str) -> asyncpg.prepared_stmt.PreparedStatement:
@@ -192,21 +211,24 @@ _FIXED_WIDTH = frozenset({"int2", "int4", "int8", "float4", "float8", "bool", "d
                           "time", "timetz", "interval", "uuid", "oid", "money"})
 
 
-def _enforce_result_size(target: Target, records: list[asyncpg.Record], columns: list[Column]) -> None:
-    """Refuse results too large to hold and serialize; the row cap alone cannot bound wide values."""
+async def _fetch(target: Target, cursor: Any, cap: int, columns: list[Column],
+                 lease: Lease) -> tuple[list[list[Any]], bool]:
+    """Rows in batches, bytes counted as they arrive; result_too_large as soon as the limit is crossed."""
     limit = target.settings.limits.max_result_bytes
+
+    def too_large() -> errors.GatewayError:
+        metrics.DB_ERRORS.labels(target.name, errors.ResultTooLarge.code).inc()
+        return errors.ResultTooLarge(
+            f"the result exceeds databases.{target.name}.limits.max_result_bytes ({limit} bytes); "
+            "select fewer or narrower columns, or lower max_rows", limit=limit, database=target.name,
+        )
+
     measured = [i for i, c in enumerate(columns) if c.type not in _FIXED_WIDTH]
-    size = 16 * len(records) * max(len(columns), 1)
-    for record in records:
-        for i in measured:
-            value = record[i]
-            size += len(value) if isinstance(value, (str, bytes)) else len(repr(value))
-        if size > limit:
-            metrics.DB_ERRORS.labels(target.name, errors.ResultTooLarge.code).inc()
-            raise errors.ResultTooLarge(
-                f"the result exceeds databases.{target.name}.limits.max_result_bytes ({limit} bytes); "
-                "select fewer or narrower columns, or lower max_rows", limit=limit, database=target.name,
-            )
+    fixed = 64 + 40 * len(columns)  # the record, its row list and a fixed-width value per column
+    rows, truncated, _ = await fetch_rows(cursor, cap, limit=limit, lease=lease, measured=measured,
+                                          fixed_per_row=fixed, convert=lambda batch: _to_rows(batch, columns),
+                                          too_large=too_large)
+    return rows, truncated
 
 
 def _to_rows(records: list[asyncpg.Record], columns: list[Column]) -> list[list[Any]]:

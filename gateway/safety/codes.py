@@ -32,10 +32,18 @@ CODES: dict[str, str] = {
     "too_many_joins": "More joins than the policy's max_joins.",
     "subquery_too_deep": "Subqueries nested deeper than the policy's max_subquery_depth.",
     "too_complex": "A syntax tree larger than the policy's max_ast_nodes (or too deep to walk).",
-    "cartesian_product": "Several relations in one FROM without a predicate linking them.",
+    "cartesian_product": "Several relations in one FROM without a predicate linking them (a constant ON, one "
+    "touching one side only, or only `<>` links nothing).",
     "unbounded_recursion": "A recursive CTE without a WHERE, join predicate or CYCLE in its recursive term, "
     "and no LIMIT outside.",
     "recursion_not_allowed": "WITH RECURSIVE while the policy sets allow_recursive to false.",
     "generate_series_too_large": "generate_series with literal bounds producing more rows than "
     "max_generate_series, or an infinite bound.",
+    "value_too_large": "A size-amplifying function (repeat, lpad, rpad, array_fill, format widths, char(n) "
+    "casts, nested) whose constant arguments build a value larger than max_value_bytes, or "
+    "max_aggregated_value_bytes inside an aggregate.",
+    "regex_too_costly": "A regular expression with a backreference or nested bounded repetitions (in ~, ~*, "
+    "!~, !~*, SIMILAR TO, regexp_*, substring ... from, jsonpath like_regex).",
+    "regex_not_constant": "A regular expression pattern that is not a constant, so it cannot be checked "
+    "(allowed when the policy sets allow_dynamic_regex).",
 }

@@ -47,6 +47,21 @@ class Policy(BaseModel):
     max_generate_series: int = Field(
         default=1_000_000, ge=1, description="Largest row count a generate_series call may produce."
     )
+    max_value_bytes: int = Field(
+        default=100_000, ge=1,
+        description="Largest value (bytes of text, elements of an array) that size-amplifying functions "
+        "(repeat, lpad, rpad, array_fill, format widths) may build from constant arguments.",
+    )
+    max_aggregated_value_bytes: int = Field(
+        default=10_000, ge=1,
+        description="The same limit inside an aggregate's argument (string_agg, array_agg, json_agg ...), where "
+        "every row adds one such value.",
+    )
+    allow_dynamic_regex: bool = Field(
+        default=False,
+        description="Allow regular expression patterns that are not constants (a column, a subquery); they "
+        "cannot be checked for backreferences.",
+    )
 
     def merged(self, **additions: frozenset[str]) -> Policy:
         """A copy with set-valued fields extended (used when rules add hidden objects or functions)."""

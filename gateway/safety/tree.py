@@ -36,6 +36,7 @@ class Tree:
     ctes: list[tuple[JSON, int]] = field(default_factory=list)
     operators: list[JSON] = field(default_factory=list)  # schema-qualified: OPERATOR(schema.op)
     samples: list[JSON] = field(default_factory=list)  # TABLESAMPLE method(...)
+    matches: list[JSON] = field(default_factory=list)  # regular-expression operators: ~ ~* !~ !~* SIMILAR TO
     nodes: int = 0
     max_depth: int = 0
 
@@ -44,6 +45,7 @@ class Tree:
 
 
 _SET_ARMS = ("larg", "rarg")
+_MATCH_OPS = (["~"], ["~*"], ["!~"], ["!~*"], ["@?"], ["@@"])  # the last two: jsonpath like_regex
 
 
 def index(stmt: JSON) -> Tree:
@@ -79,8 +81,11 @@ def index(stmt: JSON) -> Tree:
                 tree.joins.append(body)
             elif kind == "CommonTableExpr":
                 tree.ctes.append((body, scope))
-            elif kind == "A_Expr" and len(body.get("name", ())) > 1:
-                tree.operators.append(body)
+            elif kind == "A_Expr":
+                if len(body.get("name", ())) > 1:
+                    tree.operators.append(body)
+                if names(body.get("name"))[-1:] in _MATCH_OPS:
+                    tree.matches.append(body)
             elif kind == "RangeTableSample":
                 tree.samples.append(body)
         if kind == "SelectStmt" or (not kind and key in _SET_ARMS):

@@ -21,9 +21,9 @@ from tests.serving import in_process as running  # noqa: F401 - the tests import
 
 QUESTION = "How many orders are there?"
 ANSWER = "<sql>SELECT count(*) AS orders FROM orders</sql>"
-# Allowed by the safety check (a join with a predicate, bounded series) yet runs for hours: only a timeout ends it.
-ENDLESS_SQL = ("SELECT count(*) FROM generate_series(1, 1000000) a(x) "
-               "JOIN generate_series(1, 1000000) b(y) ON a.x + b.y > 0")
+# Allowed by the safety check and the cost gate yet runs for minutes: two billion rows behind a bound only the
+# data knows (the static bounds cannot fold it, the planner expects 1000 rows), so only a timeout ends it.
+ENDLESS_SQL = "SELECT count(*) FROM generate_series(1, (SELECT max(order_id) FROM orders) * 100000) a(x)"
 
 
 def build_settings(demo_dsn: str, llm_url: str | None = None, *, limits: dict[str, Any] | None = None,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from gateway.safety.context import Context
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
+from gateway.safety.rules.amplification import amplification
 from gateway.safety.rules.cartesian import cartesian
 from gateway.safety.rules.catalogs import catalogs
 from gateway.safety.rules.complexity import complexity
@@ -19,6 +20,7 @@ from gateway.safety.rules.generate_series import generate_series
 from gateway.safety.rules.hidden import hidden
 from gateway.safety.rules.nested_statements import nested_statements
 from gateway.safety.rules.recursion import recursion
+from gateway.safety.rules.regex import regex
 from gateway.safety.rules.sqlglot_agrees import sqlglot_agrees
 
 Rule = Callable[[Context, Policy], Iterable[Finding]]
@@ -27,6 +29,8 @@ RULES: tuple[Rule, ...] = (
     nested_statements,
     functions,
     generate_series,
+    amplification,
+    regex,
     catalogs,
     hidden,
     complexity,

@@ -4,8 +4,11 @@ A FROM item counts unless it cannot multiply rows by much: a function in FROM (`
 ``jsonb_array_elements``, ``generate_series`` - bounded by its own rule), a LATERAL subquery (correlated
 with its left side), or a relation that yields one row (``VALUES`` with one row, an aggregate without
 GROUP BY, ``LIMIT 1``, also through a CTE). The rest must be linked, through ``JOIN ... ON/USING`` or
-WHERE conjuncts. Without a schema an unqualified column cannot be attributed, so a WHERE conjunct with
-two or more columns of which one is unqualified is taken as linking everything it touches.
+WHERE conjuncts that relate them: a join whose ON is constant, touches one side only or relates the sides
+only by ``<>`` is a cartesian product too, and so is a WHERE conjunct of that kind (range joins relate
+the sides and are left to the cost gate). Without a schema an unqualified column cannot be attributed, so
+a WHERE conjunct with two or more columns of which one is unqualified is taken as linking everything it
+touches.
 """
 
 from __future__ import annotations
@@ -25,35 +28,41 @@ def cartesian(ctx: Context, policy: Policy) -> Iterator[Finding]:
     one_row_ctes = {c["ctename"] for c, _ in ctx.tree.ctes if _one_row(unwrap(c.get("ctequery"))[1])}
     for select in ctx.tree.selects:
         items: list[object] = []
+        predicates: list[object] = [select.body.get("whereClause")]
         for node in select.body.get("fromClause", ()):
-            _flatten(node, items)
+            _flatten(node, items, predicates)
         items = [i for i in items if not _exempt(i, one_row_ctes)]
         if len(items) < 2:
             continue
-        groups = _link(items, select.body.get("whereClause"))
+        groups = _link(items, predicates)
         if len(groups) > 1:
             shown = " x ".join(sorted("/".join(sorted(g)) or "?" for g in groups))
             yield Finding("cartesian_product", f"FROM combines {shown} with no predicate linking them; add a "
                           "join condition (or the database's policy may set allow_cartesian).", "FROM")
 
 
-def _flatten(node: object, items: list[object]) -> None:
+def _flatten(node: object, items: list[object], predicates: list[object]) -> None:
+    """Split joins whose ON does not relate their two sides into their items; keep their ON for linking."""
     kind, body = unwrap(node)
     if kind == "JoinExpr" and _is_cross(body):
-        _flatten(body.get("larg"), items)
-        _flatten(body.get("rarg"), items)
+        _flatten(body.get("larg"), items, predicates)
+        _flatten(body.get("rarg"), items, predicates)
+        predicates.append(body.get("quals"))
     else:
         items.append(node)
 
 
 def _is_cross(join: JSON) -> bool:
-    if join.get("isNatural") or join.get("usingClause") or join.get("jointype", "JOIN_INNER") != "JOIN_INNER":
+    """A join whose ON is missing, constant (``ON 2 = 2``), touches one side only (``ON a.x IS NOT NULL``)
+    or relates the sides only by ``<>`` multiplies its sides; range joins (``<``, ``BETWEEN``) relate them
+    and are left to the cost gate. Outer joins count too: ``LEFT JOIN b ON true`` still multiplies."""
+    if join.get("isNatural") or join.get("usingClause"):
         return False
     quals = join.get("quals")
     if quals is None:
         return True
-    kind, body = unwrap(quals)
-    return kind == "A_Const" and "boolval" in body  # ON true
+    sides = [_names_of(join.get("larg")), _names_of(join.get("rarg"))]
+    return len(_link_groups(sides, [quals])) > 1
 
 
 def _exempt(node: object, one_row_ctes: set[str]) -> bool:
@@ -95,9 +104,14 @@ def _names_of(node: object) -> set[str]:
     return out
 
 
-def _link(items: list[object], where: object) -> list[set[str]]:
-    groups = [_names_of(i) for i in items]
-    for conjunct in _conjuncts(where):
+def _link(items: list[object], predicates: list[object]) -> list[set[str]]:
+    return _link_groups([_names_of(i) for i in items], predicates)
+
+
+def _link_groups(groups: list[set[str]], predicates: list[object]) -> list[set[str]]:
+    for conjunct in (c for p in predicates for c in _conjuncts(p)):
+        if not _relates(conjunct):
+            continue
         refs = [names(b.get("fields")) for k, b in descend(conjunct) if k == "ColumnRef"]
         touched = {i for i, g in enumerate(groups) for r in refs if len(r) > 1 and r[-2] in g}
         if len(refs) > 1 and any(len(r) == 1 for r in refs):
@@ -113,3 +127,20 @@ def _conjuncts(node: object) -> list[object]:
     if kind == "BoolExpr" and body.get("boolop") == "AND_EXPR":
         return [c for arg in body.get("args", ()) for c in _conjuncts(arg)]
     return [node] if kind else []
+
+
+def _relates(node: object) -> bool:
+    """Whether a predicate can relate the columns it touches: ``<>``, ``IS DISTINCT FROM``, NOT and null
+    tests do not (each keeps almost every pair of rows); an OR relates only if each of its arms does."""
+    kind, body = unwrap(node)
+    if kind == "A_Expr":
+        return body.get("kind") != "AEXPR_DISTINCT" and names(body.get("name"))[-1:] not in (["<>"], ["!="])
+    if kind == "BoolExpr":
+        args = body.get("args", ())
+        if body.get("boolop") == "OR_EXPR":
+            # ON a.id = b.id OR true keeps every pair: each arm must relate columns on its own.
+            return all(_relates(a) and sum(k == "ColumnRef" for k, _ in descend(a)) > 1 for a in args)
+        if body.get("boolop") == "AND_EXPR":
+            return any(_relates(a) for a in args)
+        return False  # NOT
+    return kind not in ("NullTest", "BooleanTest")

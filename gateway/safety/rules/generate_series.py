@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
+from gateway.safety import fold
 from gateway.safety.context import Context
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
-from gateway.safety.tree import names, unwrap
+from gateway.safety.tree import JSON, names, unwrap
 
 _UNIT_SECONDS = {
     "microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "sec": 1, "s": 1, "minute": 60, "min": 60,
@@ -28,10 +29,7 @@ def generate_series(ctx: Context, policy: Policy) -> Iterator[Finding]:
     for call, _ in ctx.tree.funcs:
         if (names(call.get("funcname")) or [""])[-1].lower() != "generate_series":
             continue
-        args = [_literal(a) for a in call.get("args", ())]
-        if len(args) < 2:
-            continue
-        rows = _rows(args[0], args[1], args[2] if len(args) > 2 else 1)
+        rows = series_rows(call)
         if rows is not None and rows > policy.max_generate_series:
             shown = "infinitely many" if rows == float("inf") else f"about {int(rows):,}"
             yield Finding("generate_series_too_large", f"generate_series() would produce {shown} rows; "
@@ -39,12 +37,21 @@ def generate_series(ctx: Context, policy: Policy) -> Iterator[Finding]:
                           "generate_series", ctx.position(call.get("location")))
 
 
+def series_rows(call: JSON) -> float | None:
+    """Rows a generate_series call with literal bounds produces (inf for an infinite bound), else None."""
+    args = [_literal(a) for a in call.get("args", ())]
+    if len(args) < 2:
+        return None
+    return _rows(args[0], args[1], args[2] if len(args) > 2 else 1)
+
+
 def _literal(node: object) -> object:
     kind, body = unwrap(node)
     if kind == "TypeCast":
         return _literal(body.get("arg"))
     if kind != "A_Const":
-        return None
+        folded = fold.number(node)  # 100000 * 100000 is as literal as 10000000000
+        return None if folded is None or folded != folded else Decimal(folded)
     if "ival" in body:
         return Decimal(body["ival"].get("ival", 0))
     if "fval" in body:

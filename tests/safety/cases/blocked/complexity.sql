@@ -57,3 +57,48 @@ SELECT * FROM orders o CROSS JOIN LATERAL generate_series(1, 99999999999) g
 -- expect: generate_series_too_large
 -- policy: {"max_generate_series": 100}
 SELECT * FROM generate_series(1, 1000)
+-- case: join on a constant predicate (issue 10)
+-- expect: cartesian_product
+SELECT count(*) FROM products p JOIN products p2 ON 2 = 2
+-- case: join on a predicate touching one side
+-- expect: cartesian_product
+SELECT count(*) FROM customers a JOIN customers b ON a.city IS NOT NULL
+-- case: join relating the sides only by inequality
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN payments p ON p.order_id <> o.order_id
+-- case: join by IS DISTINCT FROM
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN payments p ON p.order_id IS DISTINCT FROM o.order_id
+-- case: join by NOT equality
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN payments p ON NOT (p.order_id = o.order_id)
+-- case: join with an OR of inequalities
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN payments p ON p.order_id <> o.order_id OR p.amount <> o.total_amount
+-- case: join with one-sided conjuncts on both sides
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN customers c ON o.total_amount > 10 AND c.city = 'Paris'
+-- case: left join on true
+-- expect: cartesian_product
+SELECT count(*) FROM orders o LEFT JOIN customers c ON true
+-- case: full join on a constant
+-- expect: cartesian_product
+SELECT count(*) FROM orders o FULL JOIN customers c ON 1 = 1
+-- case: where relates only by inequality
+-- expect: cartesian_product
+SELECT count(*) FROM orders a, orders b WHERE a.order_id <> b.order_id
+-- case: cartesian under json_agg of whole rows
+-- expect: cartesian_product
+SELECT json_agg(to_json(t)) FROM (SELECT o.* FROM orders o JOIN customers c ON c.customer_id IS NOT NULL) t
+-- case: join whose equality is or-ed with a constant
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN customers c ON c.customer_id = o.customer_id OR true
+-- case: join whose equality is or-ed with a one-sided test
+-- expect: cartesian_product
+SELECT count(*) FROM orders o JOIN customers c ON c.customer_id = o.customer_id OR o.total_amount > 0
+-- case: join whose predicate touches the same side twice
+-- expect: cartesian_product
+SELECT count(*) FROM orders a JOIN orders b ON a.order_id = a.order_id
+-- case: cross product of two subqueries joined on a constant
+-- expect: cartesian_product
+SELECT count(*) FROM (SELECT * FROM orders) a JOIN (SELECT * FROM orders) b ON 1 = 1

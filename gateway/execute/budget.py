@@ -1,0 +1,125 @@
+"""Memory for query results: counted as rows arrive, per query and across the whole process.
+
+A query's rows are fetched in batches (:func:`fetch_rows`); each batch is measured as it arrives and
+charged to the query's :class:`Lease`. The query fails with ``result_too_large`` as soon as its own bytes
+cross ``limits.max_result_bytes``, never after the whole result is in memory. Every lease draws on one
+:class:`ResultBudget` per process (``backpressure.result_bytes_in_flight``): a new query waits up to
+``backpressure.result_wait_s`` for room, then answers 503 ``overloaded`` with Retry-After; a running query
+whose next batch would overdraw the budget answers the same, and gives its bytes back. A lease is freed when
+the result it paid for is garbage (the response has been written), so the budget covers serialisation too.
+
+Sizes are what the Python objects take (``sys.getsizeof``), which is what the process's RSS follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gateway import errors
+
+FIRST_BATCH = 32  # rows fetched before anything is known of their width
+MAX_BATCH_BYTES = 256 * 1024  # a batch arrives whole before it is counted: keep what is uncounted small
+POLL_S = 0.005
+
+
+class ResultBudget:
+    """Bytes of results held by this process; ``limit`` None means unbounded (tests, the CLI)."""
+
+    def __init__(self, limit: int | None = None, wait_s: float = 0.0) -> None:
+        self.limit = limit
+        self.wait_s = wait_s
+        self.used = 0
+
+    async def admit(self) -> Lease:
+        """A lease for one query, once the budget has room; :class:`errors.Overloaded` after ``wait_s``."""
+        if self.limit is not None and self.used >= self.limit:
+            deadline = time.monotonic() + self.wait_s
+            while self.used >= self.limit:
+                if time.monotonic() >= deadline:
+                    raise errors.Overloaded(
+                        f"query results in flight hold {self.used} bytes, backpressure.result_bytes_in_flight "
+                        f"is {self.limit}; retry shortly", in_flight_bytes=self.used, limit=self.limit)
+                await asyncio.sleep(POLL_S)
+        return Lease(self)
+
+
+class Lease:
+    """One query's share of the budget; :meth:`release` is idempotent."""
+
+    __slots__ = ("budget", "bytes")
+
+    def __init__(self, budget: ResultBudget) -> None:
+        self.budget = budget
+        self.bytes = 0
+
+    def charge(self, size: int) -> None:
+        budget = self.budget
+        if budget.limit is not None and budget.used + size > budget.limit:
+            # Keep max_result_bytes below the budget: then this is the others' results, transient, so 503.
+            self.release()
+            raise errors.Overloaded(
+                f"query results in flight would exceed backpressure.result_bytes_in_flight ({budget.limit} "
+                "bytes); retry shortly", limit=budget.limit)
+        self.bytes += size
+        budget.used += size
+
+    def release(self) -> None:
+        self.budget.used -= self.bytes
+        self.bytes = 0
+
+
+def measure(records: list[Any], measured: list[int], fixed_per_row: int) -> int:
+    """Bytes a batch of records holds: ``fixed_per_row`` for the record and its fixed-width values, plus
+    the measured size of the values in columns ``measured`` (strings, bytes, lists, JSON values)."""
+    size = fixed_per_row * len(records)
+    for record in records:
+        for i in measured:
+            size += _size(record[i])
+    return size
+
+
+def _size(value: Any) -> int:
+    if value is None or value is True or value is False:
+        return 0
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return sys.getsizeof(value) + sum(_size(v) for v in value)
+    if kind is dict:
+        return sys.getsizeof(value) + sum(_size(k) + _size(v) for k, v in value.items())
+    return sys.getsizeof(value)
+
+
+async def fetch_rows(cursor: Any, cap: int, *, limit: int, lease: Lease, measured: list[int], fixed_per_row: int,
+                     convert: Callable[[list[Any]], list[list[Any]]],
+                     too_large: Callable[[], errors.GatewayError]) -> tuple[list[list[Any]], bool, int]:
+    """Fetch at most ``cap + 1`` rows in batches, counting bytes as they come.
+
+    Returns (rows converted for JSON, truncated, batches fetched). Each batch's records are converted and
+    dropped before the next one arrives, so no second full copy of the result is ever held. Batch sizes
+    follow the bytes left: after a first small batch, as many rows as fit in half of what remains,
+    and never more than ``MAX_BATCH_BYTES`` at once (a batch is only counted once it has arrived).
+    """
+    rows: list[list[Any]] = []
+    held, want, batches = 0, min(FIRST_BATCH, cap + 1), 0
+    while True:
+        records = await cursor.fetch(want)
+        batches += 1
+        size = measure(records, measured, fixed_per_row)
+        held += size
+        if held > limit:
+            raise too_large()
+        lease.charge(size)
+        keep = records[: max(cap - len(rows), 0)]
+        rows.extend(convert(keep))
+        got_all = len(records) < want
+        if len(rows) >= cap and (len(records) > len(keep) or got_all):
+            return rows, len(records) > len(keep), batches
+        if got_all:
+            return rows, False, batches
+        per_row = max(held // max(len(rows), 1), 1)
+        room = min((limit - held) // 2, MAX_BATCH_BYTES)
+        want = max(1, min(cap + 1 - len(rows), room // per_row))
