@@ -56,8 +56,7 @@ def serve(
 
 
 def _serve(settings: Settings) -> None:
-    import uvicorn
-
+    from gateway.api import server
     from gateway.api.app import create_app
     from gateway.auth import check_exposure
     from gateway.observability.logging import configure_logging
@@ -68,10 +67,7 @@ def _serve(settings: Settings) -> None:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from exc
     configure_logging(settings.logging.level, settings.logging.json_logs)
-    uvicorn.run(
-        create_app(settings), host=settings.server.host, port=settings.server.port,
-        log_config=None, access_log=False, timeout_graceful_shutdown=30,
-    )
+    server.run(create_app(settings), settings)  # bounded headers; SIGTERM drains, then exits 0
 
 
 @app.command()

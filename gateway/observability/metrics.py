@@ -25,7 +25,7 @@ Questions (``POST /v1/ask``)
 
 Backpressure
 - ``nl2sql_in_flight``: requests being served now (health and metrics excluded).
-- ``nl2sql_rejected_total{reason}``: requests shed by backpressure: ``rate_limited`` (429), ``in_flight``
+- ``nl2sql_rejected_total{reason}``: requests shed by backpressure: ``rate_limited``, ``unauthenticated`` (429), ``in_flight``
   and ``llm_queue`` (503 overloaded).
 
 Feedback store and MAGIC
