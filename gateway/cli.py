@@ -78,7 +78,7 @@ def demo(
 ) -> None:
     """Start an embedded Postgres with the demo database and serve the gateway on 127.0.0.1.
 
-    Needs no other service. Ctrl-C stops the gateway and the embedded server.
+    Needs no other service. Ctrl-C or SIGTERM stops the gateway and the embedded server.
     """
     from gateway.demo.run import run_demo
 
