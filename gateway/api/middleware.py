@@ -85,11 +85,13 @@ class GatewayMiddleware:
         structlog.contextvars.bind_contextvars(request_id=request_id)
         status = 500
         close = False  # ask the server to close the connection after this answer
+        started_response = False
 
         async def send_wrapper(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started_response
             if message["type"] == "http.response.start":
                 status = message["status"]
+                started_response = True
                 extra = [(b"x-request-id", request_id.encode())]
                 if close or self.drain.started:
                     # During the drain every answer is the connection's last; uvicorn closes it after sending.
@@ -97,9 +99,22 @@ class GatewayMiddleware:
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
+        async def call_app(app_receive: Receive) -> None:
+            try:
+                await self.app(scope, app_receive, send_wrapper)
+            except Exception as exc:
+                # A bug. Answered here, not by Starlette's outermost handler: that one re-raises after its
+                # 500, and uvicorn then closes the connection under a client that may already be sending
+                # its next request on it (a dropped connection on top of the 500).
+                if started_response:
+                    raise  # half an answer went out: only closing the connection can tell the client
+                log.error("unhandled_error", error=repr(exc), exc_info=exc)
+                error = errors.GatewayError("an unexpected error occurred; it has been logged")
+                await problem_response(error, request_id)(scope, receive, send_wrapper)
+
         if scope["path"] in UNBOUNDED_PATHS:
             try:
-                await self.app(scope, receive, send_wrapper)
+                await call_app(receive)
             finally:
                 _observe(scope, status, started)
             return
@@ -120,7 +135,7 @@ class GatewayMiddleware:
             return
         token = deadline.start(self.request_timeout_s) if self.request_timeout_s else None
         try:
-            await self.app(scope, _replay(body, receive), send_wrapper)
+            await call_app(_replay(body, receive))
         finally:
             if token is not None:
                 deadline.reset(token)
