@@ -624,7 +624,9 @@ def main() -> None:
           f"Postgres servers and the scripted LLM; {seconds:g} s load phases")
     tmp = Path(tempfile.mkdtemp(prefix="nl2sql-faults-", dir="/tmp" if os.path.isdir("/tmp") else None))
     target = EmbeddedPostgres(tmp / "target", durable=False)
-    store = EmbeddedPostgres(tmp / "store", durable=False)
+    # The store keeps fsync and synchronous_commit on: "acknowledged writes lost" measures the gateway, not
+    # a server told it may lose its last commits in a crash.
+    store = EmbeddedPostgres(tmp / "store", durable=True)
     try:
         target.start()
         store.start()
