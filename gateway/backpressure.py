@@ -3,6 +3,10 @@
 - :class:`RateLimiter`: a token bucket per API key (per client address when auth is off), with rates per
   role; 429 ``too_many_requests`` with ``Retry-After`` when a bucket is empty. Buckets live in memory per
   replica (``backpressure.max_tracked_clients`` of them at most, least recently seen dropped first).
+- :class:`Strangers`: a small budget per client address for requests refused for a missing or invalid API
+  key (``backpressure.unauthenticated_per_s``); once an address has spent it, its requests without a known
+  key answer 429 before any key lookup, so guessing keys costs the store nothing and a valid key is never
+  behind them (the key is checked before a request takes an in-flight slot).
 - :class:`InFlight`: the number of requests being served; beyond ``backpressure.max_in_flight`` a request
   answers 503 ``overloaded`` at once (the HTTP middleware asks it first thing).
 - :class:`WaitBound`: a semaphore whose waiters are counted; beyond ``max_waiting`` a caller is refused with
@@ -60,6 +64,15 @@ class RateLimiter:
             self._buckets.popitem(last=False)
         return wait
 
+    def wait(self, key: str, now: float | None = None) -> float:
+        """How long until ``key`` has a token again, without taking one (0.0: it has one now)."""
+        if self.rate <= 0 or key not in self._buckets:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets[key]
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
     def __len__(self) -> int:
         return len(self._buckets)
 
@@ -90,6 +103,28 @@ class RateLimits:
             )
             error.retry_after = max(1, math.ceil(wait))  # type: ignore[misc]  # the header wants whole seconds
             raise error
+
+
+class Strangers:
+    """Requests refused for their API key, counted per client address (:meth:`refused` after a 401)."""
+
+    def __init__(self, settings: BackpressureSettings) -> None:
+        self.limiter = RateLimiter(settings.unauthenticated_per_s, settings.unauthenticated_burst,
+                                   settings.max_tracked_clients)
+
+    def check(self, address: str) -> None:
+        """Raise 429 when ``address`` spent its budget of refused requests."""
+        wait = self.limiter.wait(address)
+        if wait > 0:
+            metrics.REJECTED.labels("unauthenticated").inc()
+            error = errors.TooManyRequests(
+                f"too many requests without a valid API key from this address; retry after {wait:.2f} s "
+                "(backpressure.unauthenticated_per_s)", retry_after_s=round(wait, 3))
+            error.retry_after = max(1, math.ceil(wait))  # type: ignore[misc]
+            raise error
+
+    def refused(self, address: str) -> None:
+        self.limiter.take(address)
 
 
 class InFlight:
@@ -150,4 +185,4 @@ class WaitBound:
             self._slots.release()
 
 
-__all__ = ["InFlight", "RateLimiter", "RateLimits", "WaitBound"]
+__all__ = ["InFlight", "RateLimiter", "RateLimits", "Strangers", "WaitBound"]

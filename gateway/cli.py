@@ -56,8 +56,7 @@ def serve(
 
 
 def _serve(settings: Settings) -> None:
-    import uvicorn
-
+    from gateway.api import server
     from gateway.api.app import create_app
     from gateway.auth import check_exposure
     from gateway.observability.logging import configure_logging
@@ -68,10 +67,7 @@ def _serve(settings: Settings) -> None:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from exc
     configure_logging(settings.logging.level, settings.logging.json_logs)
-    uvicorn.run(
-        create_app(settings), host=settings.server.host, port=settings.server.port,
-        log_config=None, access_log=False, timeout_graceful_shutdown=30,
-    )
+    server.run(create_app(settings), settings)  # bounded headers; SIGTERM drains, then exits 0
 
 
 @app.command()
@@ -82,7 +78,7 @@ def demo(
 ) -> None:
     """Start an embedded Postgres with the demo database and serve the gateway on 127.0.0.1.
 
-    Needs no other service. Ctrl-C stops the gateway and the embedded server.
+    Needs no other service. Ctrl-C or SIGTERM stops the gateway and the embedded server.
     """
     if extras.missing("demo"):  # the core install (production, the container image) has no embedded Postgres
         typer.echo(extras.install_hint("demo", "demo"), err=True)

@@ -66,6 +66,16 @@ class PayloadTooLarge(GatewayError):
     code, status, title = "payload_too_large", 413, "Request body too large"
 
 
+class RequestTimeout(GatewayError):
+    """The client did not send its request headers or body within the server's bound."""
+
+    code, status, title = "request_timeout", 408, "Request not received in time"
+
+
+class HeadersTooLarge(GatewayError):
+    code, status, title = "headers_too_large", 431, "Request headers too large"
+
+
 class SqlTooLarge(PayloadTooLarge):
     code, title = "sql_too_large", "SQL text too large"
 
@@ -110,6 +120,12 @@ class DatabaseUnavailable(GatewayError):
 
 class Overloaded(GatewayError):
     code, status, title, retry_after = "overloaded", 503, "Gateway overloaded", 1
+
+
+class ShuttingDown(GatewayError):
+    """The replica is draining after SIGTERM: requests in flight finish, new ones go elsewhere."""
+
+    code, status, title, retry_after = "shutting_down", 503, "The gateway is shutting down", 1
 
 
 class LLMNotConfigured(GatewayError):

@@ -133,6 +133,17 @@ class ServerSettings(BaseModel):
     port: int = Field(default=8000, ge=0, le=65535, description="Port to listen on.")
     max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Largest request body accepted.")
     request_timeout_s: float = Field(default=60.0, gt=0, description="Deadline for one request, all stages.")
+    header_timeout_s: float = Field(default=10.0, gt=0, description="Longest a client may take to send a "
+                                    "request's line and headers (from connecting, or from the first byte of the "
+                                    "next request on a kept-alive connection); then 408 request_timeout and "
+                                    "the connection is closed.")
+    body_timeout_s: float = Field(default=30.0, gt=0, description="Longest a client may take to send a "
+                                  "request's body once its headers arrived; then 408 request_timeout. The "
+                                  "body is read before the request takes one of backpressure.max_in_flight.")
+    max_header_bytes: int = Field(default=65_536, ge=4096, description="Largest request line plus headers; "
+                                  "more answers 431 headers_too_large and closes the connection.")
+    drain_timeout_s: float = Field(default=30.0, gt=0, description="On SIGTERM or Ctrl-C, how long requests "
+                                   "in flight may take to finish before they are cancelled.")
 
 
 class StoreSettings(BaseModel):
@@ -218,6 +229,12 @@ class BackpressureSettings(BaseModel):
                                         "go beyond it answers 503 overloaded.")
     result_wait_s: float = Field(default=0.25, ge=0, description="How long a new query waits for result "
                                  "memory to free up when result_bytes_in_flight is spent, before 503.")
+    unauthenticated_per_s: float = Field(default=1.0, gt=0, description="Requests per second refused for a "
+                                         "missing or invalid API key that one client address may send, "
+                                         "sustained; beyond it that address's requests without a known key "
+                                         "answer 429 before any key lookup.")
+    unauthenticated_burst: int = Field(default=20, ge=1, description="Refused requests one client address "
+                                       "may send at once above unauthenticated_per_s.")
 
 
 class LLMSettings(BaseModel):

@@ -21,8 +21,8 @@ def test_serve_logs_json_lines_with_request_context(demo_dsn: str, tmp_path) -> 
     finally:
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=30)
-    # uvicorn shuts down gracefully, then re-raises SIGTERM so the exit status tells how it stopped.
-    assert proc.returncode in (0, -signal.SIGTERM), stderr
+    # A drained stop is a clean exit (uvicorn alone would re-raise SIGTERM and die with 143).
+    assert proc.returncode == 0, stderr
     lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
     assert any(line["event"] == "gateway_stopping" for line in lines)
     assert any(line["event"] == "Application shutdown complete." for line in lines)

@@ -22,12 +22,12 @@ from gateway.api import (
     routes_sql,
 )
 from gateway.api.limits import rate_limit
-from gateway.api.middleware import GatewayMiddleware
+from gateway.api.middleware import Drain, GatewayMiddleware
 from gateway.api.models import Problem
 from gateway.api.problems import PROBLEM_JSON
 from gateway.auth import Authenticator, check_exposure
 from gateway.auth.access import authorize
-from gateway.backpressure import RateLimits
+from gateway.backpressure import RateLimits, Strangers
 from gateway.execute import Targets
 from gateway.llm import open_llm
 from gateway.magic.lifespan import open_feedback_store
@@ -86,9 +86,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(authorize), Depends(rate_limit)],
     )
     problems.install(app)
+    # Set by gateway.api.server on SIGTERM: answers then close their connection and new requests are refused.
+    app.state.drain = Drain()
     app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes,
                        max_in_flight=settings.backpressure.max_in_flight,
-                       request_timeout_s=settings.server.request_timeout_s)
+                       request_timeout_s=settings.server.request_timeout_s,
+                       body_timeout_s=settings.server.body_timeout_s, drain=app.state.drain,
+                       authenticator=lambda: getattr(getattr(app.state, "gateway", None), "auth", None),
+                       strangers=Strangers(settings.backpressure))
     app.include_router(routes_sql.router)
     app.include_router(routes_ask.router)
     app.include_router(routes_feedback.router)

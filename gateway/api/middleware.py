@@ -1,22 +1,40 @@
-"""Pure ASGI middleware (no BaseHTTPMiddleware: it costs a task per request): request id, the bound on
-requests in flight (fast 503 ``overloaded``), the request's deadline, body size limit, request metrics and
-one access log line per request."""
+"""Pure ASGI middleware (no BaseHTTPMiddleware: it costs a task per request): request id, admission, the
+request's deadline, request metrics and one access log line per request.
+
+Admission runs in this order, each step refusing with a problem before the next costs anything:
+
+1. draining after SIGTERM: 503 ``shutting_down`` (the connection is closed after the answer);
+2. the media type: 415;
+3. the API key, checked before the request holds anything; an address that keeps sending bad keys spends a
+   small budget (:class:`gateway.backpressure.Strangers`) and then answers 429 without a key lookup;
+4. the body, read whole within ``server.body_timeout_s`` (408 ``request_timeout``) and
+   ``server.max_body_bytes`` (413);
+5. only then a slot among ``backpressure.max_in_flight`` (503 ``overloaded``), so a client that sends its
+   body one byte at a time, or no valid key, never holds a slot an authenticated client needs.
+
+The request line and headers are bounded before the app is called at all (:mod:`gateway.api.server`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import deadline, errors
 from gateway.api.problems import problem_response
-from gateway.backpressure import InFlight
+from gateway.backpressure import InFlight, Strangers
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+
+if TYPE_CHECKING:
+    from gateway.auth import Authenticator
 
 log = get_logger("gateway.access")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a client's id is echoed in logs: keep it tame
@@ -24,17 +42,35 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a client's id is echoed in
 UNBOUNDED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
-class _BodyTooLarge(Exception):
-    pass
+class Drain:
+    """Set once when the server starts shutting down (:mod:`gateway.api.server` sets it on SIGTERM)."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def start(self) -> None:
+        self.started = True
+
+
+class _Refused(Exception):
+    def __init__(self, error: errors.GatewayError) -> None:
+        self.error = error
 
 
 class GatewayMiddleware:
     def __init__(self, app: ASGIApp, max_body_bytes: int, max_in_flight: int = 1_000_000,
-                 request_timeout_s: float | None = None) -> None:
+                 request_timeout_s: float | None = None, body_timeout_s: float = 30.0,
+                 drain: Drain | None = None, authenticator: Callable[[], Authenticator | None] | None = None,
+                 strangers: Strangers | None = None) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.in_flight = InFlight(max_in_flight)
         self.request_timeout_s = request_timeout_s
+        self.body_timeout_s = body_timeout_s
+        self.drain = drain or Drain()
+        # Looked up per request: the app's lifespan creates the authenticator after the middleware exists.
+        self.authenticator = authenticator or (lambda: None)
+        self.strangers = strangers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -48,79 +84,139 @@ class GatewayMiddleware:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)
         status = 500
-        response_started = False
+        close = False  # ask the server to close the connection after this answer
+        started_response = False
 
         async def send_wrapper(message: Message) -> None:
-            nonlocal status, response_started
+            nonlocal status, started_response
             if message["type"] == "http.response.start":
                 status = message["status"]
-                response_started = True
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+                started_response = True
+                extra = [(b"x-request-id", request_id.encode())]
+                if close or self.drain.started:
+                    # During the drain every answer is the connection's last; uvicorn closes it after sending.
+                    extra.append((b"connection", b"close"))
+                message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
+
+        async def call_app(app_receive: Receive) -> None:
+            try:
+                await self.app(scope, app_receive, send_wrapper)
+            except Exception as exc:
+                # A bug. Answered here, not by Starlette's outermost handler: that one re-raises after its
+                # 500, and uvicorn then closes the connection under a client that may already be sending
+                # its next request on it (a dropped connection on top of the 500).
+                if started_response:
+                    raise  # half an answer went out: only closing the connection can tell the client
+                log.error("unhandled_error", error=repr(exc), exc_info=exc)
+                error = errors.GatewayError("an unexpected error occurred; it has been logged")
+                await problem_response(error, request_id)(scope, receive, send_wrapper)
 
         if scope["path"] in UNBOUNDED_PATHS:
             try:
-                await self.app(scope, receive, send_wrapper)
+                await call_app(receive)
             finally:
                 _observe(scope, status, started)
             return
+        try:
+            body = await self._admit(scope, receive, headers)
+        except _Refused as refused:
+            # Refused before the body was read (or with part of it unread): this connection is done.
+            close = True
+            await problem_response(refused.error, request_id)(scope, receive, send_wrapper)
+            _observe(scope, status, started)
+            return
+        except _Disconnected:
+            _observe(scope, 499, started)
+            return
         if not self.in_flight.enter():
-            # Shed before reading the body or touching any pool: an overloaded replica answers in microseconds.
-            response = problem_response(self.in_flight.overloaded(), request_id)
-            await response(scope, receive, send_wrapper)
+            await problem_response(self.in_flight.overloaded(), request_id)(scope, receive, send_wrapper)
             _observe(scope, status, started)
             return
         token = deadline.start(self.request_timeout_s) if self.request_timeout_s else None
         try:
-            await self._bounded(scope, receive, send_wrapper, headers, request_id, lambda: response_started)
+            await call_app(_replay(body, receive))
         finally:
             if token is not None:
                 deadline.reset(token)
             self.in_flight.leave()
             _observe(scope, status, started)
 
-    async def _bounded(self, scope: Scope, receive: Receive, send_wrapper: Send, headers: dict[bytes, bytes],
-                       request_id: str, response_started: Callable[[], bool]) -> None:
+    async def _admit(self, scope: Scope, receive: Receive, headers: dict[bytes, bytes]) -> bytes:
+        """Steps 1-4 of the module docstring; the request's whole body, or :class:`_Refused`."""
+        if self.drain.started:
+            raise _Refused(errors.ShuttingDown("this replica is shutting down; retry on another one"))
         if scope["method"] in {"POST", "PUT", "PATCH"} and not _is_json(headers.get(b"content-type")):
-            response = problem_response(errors.UnsupportedMediaType(
-                "send the request body as JSON with Content-Type: application/json"), request_id)
-            await response(scope, receive, send_wrapper)
-            return
+            raise _Refused(errors.UnsupportedMediaType(
+                "send the request body as JSON with Content-Type: application/json"))
+        await self._authenticate(scope, headers)
         declared = headers.get(b"content-length")
-        limit = self.max_body_bytes
-        too_large = problem_response(
-            errors.PayloadTooLarge(f"request body exceeds {limit} bytes (server.max_body_bytes)"), request_id
-        )
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise _Refused(self._too_large())
         try:
-            if declared is not None and declared.isdigit() and int(declared) > limit:
-                raise _BodyTooLarge
-            received = 0
-            tripped = False
+            async with asyncio.timeout(self.body_timeout_s):
+                return await self._read_body(receive)
+        except TimeoutError:
+            raise _Refused(errors.RequestTimeout(
+                f"the request body did not arrive within {self.body_timeout_s:g} s (server.body_timeout_s)")) from None
 
-            async def receive_limited() -> Message:
-                nonlocal received, tripped
-                message = await receive()
-                if message["type"] == "http.request":
-                    received += len(message.get("body", b""))
-                    if received > limit:
-                        tripped = True
-                        raise _BodyTooLarge
-                return message
+    async def _authenticate(self, scope: Scope, headers: dict[bytes, bytes]) -> None:
+        authenticator = self.authenticator()
+        if authenticator is None or not authenticator.settings.enabled:
+            return  # the app's own dependency decides (anonymous with auth off; fails closed when unset)
+        authorization = headers.get(b"authorization", b"").decode("latin-1") or None
+        client = scope.get("client")
+        address = client[0] if client else "unknown"
+        strangers = self.strangers
+        try:
+            if strangers is not None and not authenticator.known(authorization):
+                strangers.check(address)
+            principal = await authenticator.authenticate(authorization)
+        except errors.Unauthorized as exc:
+            if strangers is not None:
+                strangers.refused(address)
+            raise _Refused(exc) from None
+        except errors.GatewayError as exc:
+            raise _Refused(exc) from None
+        scope["state"]["principal"] = principal  # gateway.auth.access.authorize reuses it
+        structlog.contextvars.bind_contextvars(api_key=principal.key_id)
 
-            async def send_limited(message: Message) -> None:
-                # FastAPI turns any error while reading the body into its own 400; a body that tripped the
-                # limit (sent without Content-Length) answers 413 instead of whatever the app made of it.
-                if not tripped:
-                    await send_wrapper(message)
-                elif message["type"] == "http.response.start" and not response_started():
-                    await too_large(scope, receive, send_wrapper)
+    async def _read_body(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        received = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            received += len(chunk)
+            if received > self.max_body_bytes:  # sent without (or with a false) Content-Length
+                raise _Refused(self._too_large())
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
-            await self.app(scope, receive_limited, send_limited)
-        except _BodyTooLarge:
-            if response_started():
-                raise
-            await too_large(scope, receive, send_wrapper)
+    def _too_large(self) -> errors.PayloadTooLarge:
+        return errors.PayloadTooLarge(f"request body exceeds {self.max_body_bytes} bytes (server.max_body_bytes)")
+
+
+class _Disconnected(Exception):
+    """The client went away while sending its body: nobody is left to answer."""
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body read during admission, then the server's own messages (``http.disconnect`` for routes that
+    watch for a client going away)."""
+    pending = True
+
+    async def replayed() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
 
 
 def _is_json(content_type: bytes | None) -> bool:

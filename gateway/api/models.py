@@ -4,11 +4,37 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
-class SqlRequest(BaseModel):
+class RequestBody(BaseModel):
+    """Base of every request body: unknown members are refused, and so is NUL in any string.
+
+    Postgres text cannot hold U+0000 (the store, the audit and the target's query text all refuse it), so a
+    string carrying one is a 422 ``invalid_request`` here rather than a driver error later.
+    """
+
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        if _holds_nul(value):
+            raise ValueError("must not contain the NUL character (U+0000): Postgres text cannot hold it")
+        return value
+
+
+def _holds_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_holds_nul(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    return False
+
+
+class SqlRequest(RequestBody):
 
     database: str = Field(description="Name of a configured target database (see GET /v1/databases).",
                           min_length=1, max_length=128)
@@ -18,8 +44,7 @@ class SqlRequest(BaseModel):
                                  "the database's limits.max_rows. More rows set `truncated`.")
 
 
-class CheckRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CheckRequest(RequestBody):
 
     sql: str = Field(description="The statement to check.", min_length=1)
     database: str | None = Field(default=None, description="Check with this database's policy (allowlist "
@@ -86,8 +111,7 @@ class Problem(BaseModel):
     request_id: str | None = None
 
 
-class AskRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AskRequest(RequestBody):
 
     question: str = Field(description="The question in natural language.", min_length=1, max_length=4000)
     database: str = Field(description="Name of a configured target database (see GET /v1/databases).",
@@ -136,8 +160,7 @@ class AskResponse(BaseModel):
     request_id: str | None
 
 
-class FeedbackRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class FeedbackRequest(RequestBody):
 
     request_id: str = Field(description="The `request_id` of a `POST /v1/ask` answer.", min_length=1,
                             max_length=128)
@@ -184,8 +207,7 @@ class GuidelineDetail(GuidelineSummary):
     evaluation: dict[str, Any] | None = Field(description="The gate's replay on held-out corrections.")
 
 
-class RegenerateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RegenerateRequest(RequestBody):
 
     activate: bool | None = Field(default=None, description="Run the gate and activate a passing candidate; "
                                   "magic.auto_activate when null. A candidate built from unreviewed "
@@ -204,8 +226,7 @@ class RegenerateResponse(BaseModel):
     wall_s: float
 
 
-class ActivateRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ActivateRequest(RequestBody):
 
     force: bool = Field(default=False, description="Skip the activation gate (a DBA's decision).")
 

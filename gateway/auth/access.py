@@ -55,7 +55,11 @@ async def authorize(request: Request, _: HTTPAuthorizationCredentials | None = S
     authenticator = request.app.state.gateway.auth
     if authenticator is None:  # the lifespan always sets it; failing closed beats serving unauthenticated
         raise errors.GatewayError("access control is not initialised")
-    principal: Principal = await authenticator.authenticate(request.headers.get("authorization"))
+    # The HTTP middleware authenticates before a request takes an in-flight slot and leaves the principal in
+    # the request's state; a request that reached the app some other way is authenticated here.
+    principal: Principal | None = getattr(request.state, "principal", None)
+    if principal is None:
+        principal = await authenticator.authenticate(request.headers.get("authorization"))
     principal.check_role(role)
     request.state.principal = principal  # for per-key limits downstream
     structlog.contextvars.bind_contextvars(api_key=principal.key_id)  # the request's log line names the key

@@ -79,6 +79,22 @@ class Authenticator:
         return Principal(name=stored.name, role=Role(stored.role), databases=frozenset(stored.databases),
                          pg_role=stored.pg_role, key_id=stored.id)
 
+    def known(self, authorization: str | None) -> bool:
+        """True when the header holds a key this replica has seen valid (cached, even past its TTL).
+
+        No store round trip: admission asks this to let a valid key through while the address it comes
+        from has spent its budget of refused requests (:class:`gateway.backpressure.Strangers`).
+        """
+        if not self.settings.enabled:
+            return True
+        try:
+            key_id, secret = parse_token(_bearer_token(authorization))
+        except errors.Unauthorized:
+            return False
+        entry = self._cache.get(key_id)
+        return (entry is not None and entry.key is not None and entry.key.revoked_at is None
+                and secret_matches(secret, entry.key.secret_sha256))
+
     def forget(self, key_id: str | None = None) -> None:
         """Drop cached lookups (one key, or all): the next request asks the store."""
         if key_id is None:

@@ -100,9 +100,11 @@ class _PostmasterPid:
 
     def alive(self) -> bool:
         # A pid file can outlive its server (kill -9, container restart) and the pid can be reused.
+        # A postmaster killed with SIGKILL stays a zombie where nothing reaps orphans (PID 1 in a container).
         try:
-            return bool(psutil.Process(self.pid).name() == "postgres")
-        except psutil.Error:
+            process = psutil.Process(self.pid)
+            return bool(process.name() == "postgres" and process.status() != psutil.STATUS_ZOMBIE)
+        except (psutil.Error, ValueError):  # ValueError: a negative pid (a standalone backend's lock file)
             return False
 
 

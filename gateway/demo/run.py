@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 from gateway.demo.embedded import EmbeddedPostgres, default_data_dir
 from gateway.demo.generator import derive_dsn, ensure_demo_database
@@ -17,7 +20,7 @@ STORE_DATABASE = "nl2sql_store"
 EXAMPLES = Path(__file__).with_name("examples.jsonl")
 
 BANNER = """
-nl2sql-gateway demo is serving on http://127.0.0.1:{port}  (Ctrl-C stops it and the embedded Postgres)
+nl2sql-gateway demo is serving on http://127.0.0.1:{port}  (Ctrl-C or SIGTERM stops it and the embedded Postgres)
   Postgres data: {data_dir}
   OpenAPI docs:  http://127.0.0.1:{port}/docs
 
@@ -88,12 +91,35 @@ def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
     return settings
 
 
+@contextmanager
+def _sigterm_stops_like_ctrl_c() -> Iterator[None]:
+    """SIGTERM unwinds the demo as Ctrl-C does, so the embedded Postgres is stopped on the way out.
+
+    While the gateway serves, its server handles SIGTERM itself (drains, then returns); this covers the
+    set-up before it (starting Postgres, building the demo database), where the default action would kill
+    the process and leave the postmaster running.
+    """
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]) -> None:
+    with _sigterm_stops_like_ctrl_c():
+        _run_demo(data_dir, port, serve)
+
+
+def _run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]) -> None:
     data_dir = data_dir or default_data_dir()
     server = EmbeddedPostgres(data_dir)
     print(f"starting embedded Postgres in {data_dir} ...", flush=True)
-    server.start()
     try:
+        server.start()  # inside the try: a signal while it starts still stops what did start
         reader_dsn, store_dsn = asyncio.run(_prepare(server))
         settings = demo_settings(reader_dsn, store_dsn, port)
         print(BANNER.format(port=port, data_dir=data_dir), flush=True)

@@ -25,8 +25,8 @@ Questions (``POST /v1/ask``)
 
 Backpressure
 - ``nl2sql_in_flight``: requests being served now (health and metrics excluded).
-- ``nl2sql_rejected_total{reason}``: requests shed by backpressure: ``rate_limited`` (429), ``in_flight``
-  and ``llm_queue`` (503 overloaded).
+- ``nl2sql_rejected_total{reason}``: requests shed by backpressure: ``rate_limited``, ``unauthenticated``
+  (429), ``in_flight`` and ``llm_queue`` (503 overloaded).
 
 Rules and privileges
 - ``nl2sql_rules_reload_errors_total{database,reason}``: rule reloads that kept the last good rules (reason

@@ -35,6 +35,8 @@ class Reply:
     content: str = ""
     status: int = 200
     delay_s: float = 0.0
+    # Answer only once this is set (at most 120 s later): a test decides when, instead of guessing a delay.
+    hold: threading.Event | None = None
     raw_body: str | None = None  # sent verbatim instead of a completion (malformed output tests)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -124,6 +126,10 @@ class ScriptedLLM:
         reply = answer if isinstance(answer, Reply) else Reply(content=answer)
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
+        if reply.hold is not None:
+            until = time.monotonic() + 120
+            while not reply.hold.is_set() and time.monotonic() < until:
+                await asyncio.sleep(0.01)
         if reply.raw_body is not None:
             return Response(reply.raw_body, status_code=reply.status, media_type="application/json")
         if reply.status != 200:

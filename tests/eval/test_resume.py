@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,16 +25,20 @@ from gateway.testing.scripted_llm import Reply, ScriptedLLM
 from tests.eval.helpers import answer_by_question, eval_settings, is_generation, sql
 
 
-def gold_script(llm: ScriptedLLM, questions, delay_s: float = 0.0) -> None:  # type: ignore[no-untyped-def]
-    if delay_s:
+def gold_script(llm: ScriptedLLM, questions, hold: threading.Event | None = None,  # type: ignore[no-untyped-def]
+                held: frozenset[str] = frozenset()) -> None:
+    """Answer each question with its gold SQL; those in ``held`` only once ``hold`` is set."""
+    if hold is not None:
         answers = {q.question: q.gold_sql[0] for q in questions}
         ordered = sorted(answers, key=len, reverse=True)
 
-        def slow(request):  # type: ignore[no-untyped-def]
+        def script(request):  # type: ignore[no-untyped-def]
             question = next((q for q in ordered if q in request.text), None)
-            return Reply(content=sql(answers[question]), delay_s=delay_s) if question else None
+            if question is None:
+                return None
+            return Reply(content=sql(answers[question]), hold=hold if question in held else None)
 
-        llm.add(slow)
+        llm.add(script)
     else:
         answer_by_question(llm, {q.question: (q.gold_sql[0], None) for q in questions})
 
@@ -121,7 +126,11 @@ def test_ctrl_c_loses_no_finished_result(demo_dsn: str, llm: ScriptedLLM, guidel
                                          tmp_path: Path) -> None:
     """A real process, a real SIGINT in the middle of a run, then the same command again."""
     questions = load_questions(shipped("demo"))[:12]
-    gold_script(llm, questions, delay_s=0.4)
+    # The first three questions are answered at once, the others only after the SIGINT: the run is always
+    # interrupted with some results finished and some not, however fast or slow the machine is.
+    release = threading.Event()
+    held = frozenset(q.question for q in questions[3:])
+    gold_script(llm, questions, hold=release, held=held)
     env = {**os.environ, "NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_LLM__BASE_URL": llm.base_url,
            "NL2SQL_LLM__MODEL": "scripted-model", "NL2SQL_LLM__MAX_RETRIES": "0",
            "NL2SQL_GUIDELINES_DIR": str(guidelines_dir), "NL2SQL_RULES_DIR": str(tmp_path / "no-rules")}
@@ -132,14 +141,21 @@ def test_ctrl_c_loses_no_finished_result(demo_dsn: str, llm: ScriptedLLM, guidel
     results = tmp_path / "runs" / "r1" / "results.jsonl"
     process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        if results.is_file() and len(results.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.05)
-    assert process.poll() is None, process.communicate()
-    process.send_signal(signal.SIGINT)
-    _out, err = process.communicate(timeout=60)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            finished = len(results.read_text().splitlines()) if results.is_file() else 0
+            waiting = any(q in r.text for r in list(llm.requests) for q in held)
+            if finished >= 3 and waiting:  # the fast ones are written and a held one is being asked
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, process.communicate()
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        release.set()  # the held answers go to a client that is gone
+        if process.poll() is None:
+            process.kill()
     assert process.returncode == 130, err
     assert "resume with --run-id r1" in err
     first = [json.loads(line) for line in results.read_text().splitlines()]  # every line whole

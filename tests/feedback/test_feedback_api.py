@@ -158,3 +158,28 @@ async def test_with_auth_feedback_is_keyed_by_the_api_key_and_guidelines_need_a_
     assert other_db.status_code == 403 and other_db.json()["code"] == "forbidden"
     assert ok.status_code == 201 and ok.json()["client_id"] == f"key:{tokens['app'][1]}"
     assert client_list.status_code == 403 and dba_list.status_code == 200
+
+
+async def test_nul_characters_are_refused_by_every_request_body(demo_dsn: str, fresh_db: str,
+                                                                tmp_path: Path) -> None:
+    """Postgres text cannot hold U+0000: each body's strings are refused with 422, never a 500 from the store."""
+    nul = "req\x00-1"
+    bodies = {
+        "/v1/feedback": [{"request_id": nul, "verdict": "correct"},
+                         {"request_id": "req-1", "verdict": "incorrect", "corrected_sql": "SELECT 1\x00"},
+                         {"request_id": "req-1", "verdict": "incorrect", "note": "\x00"}],
+        "/v1/sql": [{"database": "demo", "sql": "SELECT 1 -- \x00"}, {"database": "de\x00mo", "sql": "SELECT 1"}],
+        "/v1/check": [{"sql": "SELECT '\x00'"}],
+        "/v1/ask": [{"database": "demo", "question": "how many\x00 orders?"},
+                    {"database": "demo", "question": "how many orders?", "evidence": "\x00"}],
+    }
+    async with gateway(settings_for(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
+        await answered(state, "req-1")
+        answers = [(path, await http.post(path, json=body, headers={"X-Client-Id": "alice"}))
+                   for path, group in bodies.items() for body in group]
+        rows = await count(state, "feedback")
+        still_served = await post(http, {"request_id": "req-1", "verdict": "correct"})
+    for path, answer in answers:
+        assert answer.status_code == 422, (path, answer.text)
+        assert answer.json()["code"] == "invalid_request" and "NUL" in answer.json()["detail"], path
+    assert rows == 0 and still_served.status_code == 201

@@ -1,0 +1,171 @@
+"""Serving the app with uvicorn: bounded request headers and a shutdown that drains.
+
+uvicorn bounds neither how long a client may take to send a request's line and headers (its
+``timeout_keep_alive`` only covers silence between requests, and every byte received cancels it) nor, with
+httptools, how large they may grow; ASGI middleware cannot help, since the app is called only once the
+headers are complete. :class:`BoundedHttpProtocol` adds both to uvicorn's httptools protocol:
+
+- ``server.header_timeout_s`` from the connection's start (or from the first byte of the next request on a
+  kept-alive connection) until the headers are complete: then 408 ``request_timeout`` and the connection closes;
+- ``server.max_header_bytes`` on the bytes received before the headers are complete: 431 ``headers_too_large``;
+- a response sent before its request's body was read whole closes the connection, so an unread body cannot
+  keep trickling in once the answer is out.
+
+The body itself is bounded by the middleware (:mod:`gateway.api.middleware`), which answers with the app's
+own problem responses.
+
+:class:`DrainingServer` makes SIGTERM (and Ctrl-C) a drain that exits with status 0: from the signal on,
+every answer carries ``Connection: close`` and new requests on open connections answer 503
+``shutting_down``; the listener closes, idle kept-alive connections get a moment to send one last request
+(and learn the connection is closing), requests in flight finish within ``server.drain_timeout_s``, then the
+lifespan closes pools and the process exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import signal
+import socket
+import threading
+from collections.abc import Generator
+from types import FrameType
+
+import uvicorn
+from fastapi import FastAPI
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from gateway import errors
+from gateway.api.middleware import Drain
+from gateway.api.problems import PROBLEM_JSON, TYPE_BASE
+from gateway.settings import Settings
+
+# How long idle kept-alive connections may take to send one more request once the drain has begun: a client
+# in the middle of a sequence of requests sends its next one well within it and gets a clean 503 with
+# Connection: close, instead of a connection closed under a request it may already be sending.
+IDLE_GRACE_S = 1.0
+
+
+class BoundedHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline and a size bound on each request's line and headers."""
+
+    header_timeout_s: float = 10.0
+    max_header_bytes: int = 65_536
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._header_bytes = 0
+        super().connection_made(transport)
+        self._arm()  # a connection that never sends anything is bounded too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        awaiting_headers = self._header_timer is not None
+        if awaiting_headers:
+            self._header_bytes += len(data)
+        super().data_received(data)
+        if awaiting_headers and self._header_timer is not None and self._header_bytes > self.max_header_bytes:
+            self._refuse(errors.HeadersTooLarge(
+                f"the request line and headers exceed {self.max_header_bytes} bytes (server.max_header_bytes)"))
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.more_body and not self.transport.is_closing():
+            self.transport.close()  # answered before the body was read whole: do not read it any further
+
+    def _arm(self) -> None:
+        if self._header_timer is None:
+            self._header_bytes = 0
+            self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._arm()  # the previous request is still being answered: the clock starts once it is done
+            return
+        self._refuse(errors.RequestTimeout(
+            f"the request line and headers did not arrive within {self.header_timeout_s:g} s "
+            "(server.header_timeout_s)"))
+
+    def _refuse(self, error: errors.GatewayError) -> None:
+        self._disarm()
+        if self.transport.is_closing():
+            return
+        body = json.dumps({"type": TYPE_BASE + error.code, "title": error.title, "status": error.status,
+                           "detail": error.detail, "code": error.code}).encode()
+        head = (f"HTTP/1.1 {error.status} {error.title}\r\ncontent-type: {PROBLEM_JSON}\r\n"
+                f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode()
+        self.transport.write(head + body)
+        self.transport.close()
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn's server, with the drain described in the module docstring and exit status 0 after it."""
+
+    def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
+        super().__init__(config)
+        self.drain = drain
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.drain.start()  # at once, not at uvicorn's next tick: answers from now on close their connection
+        super().handle_exit(sig, frame)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        # uvicorn re-raises the signal after its graceful shutdown, so the process dies of SIGTERM (143).
+        # A completed drain is a clean exit: handle the signals, restore the handlers, raise nothing.
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in getattr(self, "servers", []):
+            server.close()  # no new connections; the ones open may still send one request each
+        loop = asyncio.get_running_loop()
+        until = loop.time() + min(IDLE_GRACE_S, self.config.timeout_graceful_shutdown or IDLE_GRACE_S)
+        while self.server_state.connections and loop.time() < until and not self.force_exit:
+            await asyncio.sleep(0.05)
+        await super().shutdown(sockets)
+
+
+def bounded_protocol(settings: Settings) -> type[BoundedHttpProtocol]:
+    """The protocol class with this server's bounds (uvicorn instantiates it once per connection)."""
+    return type("GatewayHttpProtocol", (BoundedHttpProtocol,), {
+        "header_timeout_s": settings.server.header_timeout_s,
+        "max_header_bytes": settings.server.max_header_bytes,
+    })
+
+
+def run(app: FastAPI, settings: Settings) -> None:
+    """Serve ``app`` on ``server.host:server.port`` until SIGTERM or Ctrl-C, then drain and return."""
+    config = uvicorn.Config(
+        app, host=settings.server.host, port=settings.server.port, http=bounded_protocol(settings),
+        log_config=None, access_log=False, timeout_graceful_shutdown=math.ceil(settings.server.drain_timeout_s),
+    )
+    drain = getattr(app.state, "drain", None) or Drain()
+    DrainingServer(config, drain).run()
