@@ -113,7 +113,7 @@ class Targets:
         targets = cls()
         results = ResultBudget(settings.backpressure.result_bytes_in_flight, settings.backpressure.result_wait_s)
         for name, db in settings.databases.items():
-            targets.by_name[name] = Target(name, db, await create_pool(db), results)
+            targets.by_name[name] = Target(name, db, await create_pool(db), results=results)
         return targets
 
     async def close(self) -> None:
