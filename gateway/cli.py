@@ -11,7 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from gateway import safety
-from gateway.settings import ConfigError, Settings, load_settings
+from gateway.quickstart import apply_dsn_options
+from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
 
 app = typer.Typer(
     name="nl2sql-gateway",
@@ -45,14 +46,55 @@ def serve(
     config: ConfigOption = None,
     host: Annotated[str | None, typer.Option(help="Listen address (server.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port (server.port).")] = None,
+    dsn: Annotated[list[str] | None, typer.Option(
+        "--dsn", metavar="[NAME=]postgresql://...",
+        help="Serve this database (repeatable; NAME defaults to the DSN's database) instead of the configured "
+             "ones, with access control off and on loopback only: no config file or store needed. A password "
+             "can come from PGPASSWORD.")] = None,
+    llm_model: Annotated[str | None, typer.Option(help="LLM model for /v1/ask (llm.model).")] = None,
+    llm_base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint (llm.base_url; OPENAI_BASE_URL also works). The key comes from "
+             "OPENAI_API_KEY.")] = None,
 ) -> None:
-    """Serve the HTTP API with the configured databases."""
+    """Serve the HTTP API with the configured databases, or the ones given with --dsn."""
     settings = _settings(config)
+    if dsn:
+        _or_exit(apply_dsn_options, settings, dsn)
+    elif not settings.databases:
+        _no_databases(config)
     if host is not None:
         settings.server.host = host
     if port is not None:
         settings.server.port = port
+    if llm_model is not None:
+        settings.llm.model = llm_model
+    if llm_base_url is not None:
+        settings.llm.base_url = llm_base_url
     _serve(settings)
+
+
+def _or_exit(apply: Any, *args: Any) -> Any:
+    try:
+        return apply(*args)
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _no_databases(config: Path | None) -> None:
+    """Zero databases is a mistake, never a server that answers nothing: say what to do."""
+    path = config or config_path()
+    if path is None:
+        typer.echo("configuration error: no config file found (looked for $NL2SQL_CONFIG and "
+                   f"./{DEFAULT_CONFIG_FILE}) and no database configured. Either:\n"
+                   "  nl2sql-gateway serve --dsn postgresql://user@host:5432/dbname   (no config file needed)\n"
+                   "  nl2sql-gateway init postgresql://user@host:5432/dbname          (writes a commented config "
+                   "file)\n"
+                   "or copy nl2sql-gateway.example.toml to ./nl2sql-gateway.toml.", err=True)
+    else:
+        typer.echo(f"configuration error: {path} configures no database: add a [databases.NAME] table with a "
+                   "dsn (or set NL2SQL_DATABASES__NAME__DSN), or use serve --dsn postgresql://...", err=True)
+    raise typer.Exit(2)
 
 
 def _serve(settings: Settings) -> None:
@@ -61,9 +103,11 @@ def _serve(settings: Settings) -> None:
     from gateway.api.app import create_app
     from gateway.auth import check_exposure
     from gateway.observability.logging import configure_logging
+    from gateway.ports import ensure_port_free
 
     try:
         check_exposure(settings)  # no listening beyond loopback without API keys
+        ensure_port_free(settings.server.host, settings.server.port)
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from exc
