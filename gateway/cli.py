@@ -22,6 +22,29 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+DEMO_DATABASE = "demo"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from gateway import __version__
+
+        typer.echo(f"nl2sql-gateway {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _every_command(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    """A read-only SQL gateway between natural-language clients and PostgreSQL."""
+    from gateway.observability.logging import configure_logging
+
+    # stdout carries each command's machine-readable output (JSON, JSONL, tokens); logs go to stderr.
+    configure_logging("INFO", json_logs=True)
+
+
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="TOML config file (default: $NL2SQL_CONFIG or ./nl2sql-gateway.toml).",
@@ -126,11 +149,13 @@ def demo(
 ) -> None:
     """Start an embedded Postgres with the demo database and serve the gateway on 127.0.0.1.
 
-    Needs no other service. Ctrl-C stops the gateway and the embedded server.
+    Needs no other service. Prints the demo database's DSN and a config file (NL2SQL_CONFIG) through which
+    every other command (schema, check, keys, eval, guideline) reaches the running demo. Ctrl-C stops the
+    gateway and the embedded server.
     """
     from gateway.demo.run import run_demo
 
-    run_demo(data_dir=data_dir, port=port, serve=_serve)
+    _or_exit(run_demo, data_dir, port, _serve)
 
 
 @app.command()
@@ -144,16 +169,7 @@ def check(
 
     Exit status: 0 allowed, 1 blocked, 2 usage error (empty input, bad JSON line, unknown database).
     """
-    policy = safety.Policy()
-    if database is not None:
-        settings = _settings(config)
-        db = settings.database(database)
-        if db is None:
-            typer.echo(f"unknown database {database!r}", err=True)
-            raise typer.Exit(2)
-        from gateway.rules import RulesRegistry
-
-        policy = RulesRegistry(settings.rules_dir).policy_for(database, db.safety)  # hidden objects, functions
+    policy = safety.Policy() if database is None else _check_policy(database, config)
     if not jsonl:
         sql = sys.stdin.read()
         if not sql.strip():
@@ -163,6 +179,26 @@ def check(
         typer.echo(json.dumps(verdict.as_dict()))
         raise typer.Exit(0 if verdict.allowed else 1)
     raise typer.Exit(_check_jsonl(policy))
+
+
+def _check_policy(database: str, config: Path | None) -> safety.Policy:
+    """The database's safety policy plus its rules. ``check`` needs no connection, so a database that is
+    not configured but has rule files (the shipped ``demo`` always has) is checked with the default policy."""
+    from gateway.assets import shipped_dir
+    from gateway.rules import RulesRegistry
+    from gateway.rules.loading import rule_files
+
+    settings = _settings(config)
+    db = settings.database(database)
+    rules_dir = settings.rules_dir
+    if db is None and not rule_files(rules_dir, database) and database == DEMO_DATABASE:
+        rules_dir = shipped_dir("rules")
+    if db is None and not rule_files(rules_dir, database):
+        typer.echo(f"unknown database {database!r}: configured: {', '.join(sorted(settings.databases)) or 'none'}; "
+                   f"no rule file for it in {rules_dir}", err=True)
+        raise typer.Exit(2)
+    base = db.safety if db is not None else safety.Policy()
+    return RulesRegistry(rules_dir).policy_for(database, base)  # hidden objects, functions, tighter limits
 
 
 def _check_jsonl(policy: safety.Policy) -> int:

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from gateway.assets import shipped_dir
 from gateway.safety.policy import Policy
 
 DEFAULT_CONFIG_FILE = Path("nl2sql-gateway.toml")
@@ -274,7 +275,10 @@ class Settings(BaseSettings):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     backpressure: BackpressureSettings = Field(default_factory=BackpressureSettings)
     rules_dir: Path = Field(default=Path("rules"), description="Folder of DBA rule files, one per database.")
-    guidelines_dir: Path = Field(default=Path("guidelines"), description="Folder of guideline Markdown files.")
+    guidelines_dir: Path = Field(
+        default_factory=lambda: shipped_dir("guidelines"),
+        description="Folder of guideline Markdown files (default: the shipped guidelines, whatever the working "
+        "directory: the checkout's guidelines/ or the installed package's copy).")
 
     @classmethod
     def settings_customise_sources(

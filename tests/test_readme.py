@@ -41,3 +41,12 @@ def test_one_operations_section_and_newcomer_sections_up_front() -> None:
     assert "### Connect your own database" in first_screen and "### Point it at an LLM" in first_screen
     assert "serve --dsn" in first_screen
     assert re.search(r"tests take about \d+ minutes", first_screen)
+
+
+def test_evaluation_docs_reach_the_demo_through_its_config() -> None:
+    evaluation = (Path(__file__).resolve().parent.parent / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    assert "localhost:5432/demo" not in evaluation  # the demo listens on a unix socket only
+    assert "nl2sql-gateway-demo.toml" in evaluation
+    from gateway.demo.run import CONFIG_FILE
+
+    assert CONFIG_FILE == "nl2sql-gateway-demo.toml"
