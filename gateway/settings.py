@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from gateway.assets import shipped_dir
@@ -306,12 +306,16 @@ class _TomlFileSource(PydanticBaseSettingsSource):
         path = config_path()
         if path is None:
             return {}
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        data = _read_toml(path)
         _refuse_secrets(data, str(path))
         return data
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
 
 
 def config_path() -> Path | None:
@@ -346,7 +350,12 @@ def load_settings(**overrides: Any) -> Settings:
         settings = Settings(**overrides)
     except ConfigError:
         raise
-    except ValueError as exc:  # pydantic's ValidationError: name the setting to fix
+    except ValidationError as exc:  # name the file or variable, the key, what was expected, the likely key
+        from gateway.config_errors import describe
+
+        path = config_path()
+        raise ConfigError(describe(exc, Settings, path, _read_toml(path) if path else {})) from None
+    except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     llm = settings.llm
     if llm.base_url is None and os.environ.get("OPENAI_BASE_URL"):
