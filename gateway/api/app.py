@@ -12,7 +12,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from gateway import __version__, safety
-from gateway.api import problems, routes_ask, routes_feedback, routes_guidelines, routes_health, routes_sql
+from gateway.api import docs, problems, routes_ask, routes_feedback, routes_guidelines, routes_health, routes_sql
 from gateway.api.limits import rate_limit
 from gateway.api.middleware import GatewayMiddleware
 from gateway.api.models import Problem
@@ -67,6 +67,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None, redoc_url=None,  # /docs is served from local assets below (gateway.api.docs)
         # Problems are sent as application/problem+json: document that media type for every status a route
         # does not list itself (schemathesis checks that each answer's Content-Type is documented).
         responses={"default": {"description": "Problem", "model": Problem, "content": {
@@ -83,6 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_feedback.router)
     app.include_router(routes_guidelines.router)
     app.include_router(routes_health.router)
+    docs.install(app)
     return app
 
 
