@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from gateway import safety
-from gateway.quickstart import apply_dsn_options
+from gateway.quickstart import apply_dsn_options, parse_dsn_option
 from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
 
 app = typer.Typer(
@@ -246,6 +246,53 @@ def schema(
 
     try:
         typer.echo(json.dumps(asyncio.run(run()), indent=2, default=str))
+    except errors.GatewayError as exc:
+        typer.echo(f"{exc.code}: {exc.detail}", err=True)
+        raise typer.Exit(1) from exc
+
+
+@app.command()
+def init(
+    dsn: Annotated[str, typer.Argument(metavar="[NAME=]postgresql://...", help="The database to start with.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Write ./nl2sql-gateway.toml (commented) and rules/NAME.yaml (the tables with their comments, places
+    for descriptions and hidden columns) for one database, and print the least-privilege role SQL."""
+    from gateway.starter import GRANTS_PLACEHOLDER, config_text, rules_text
+
+    name, database = _or_exit(parse_dsn_option, dsn)
+    config_file, rules_file = DEFAULT_CONFIG_FILE, Path("rules") / f"{name}.yaml"
+    existing = [str(p) for p in (config_file, rules_file) if p.exists()]
+    if existing and not force:
+        typer.echo(f"{', '.join(existing)} already exist(s); keep them, or overwrite with --force", err=True)
+        raise typer.Exit(2)
+    schema = _introspect_one(_settings(None).model_copy(update={"databases": {name: database}}), name)
+    rules_file.parent.mkdir(parents=True, exist_ok=True)
+    rules_file.write_text(rules_text(schema), encoding="utf-8")
+    config_file.write_text(config_text(name, database.dsn), encoding="utf-8")
+    typer.echo(f"wrote {config_file} and {rules_file} ({len(schema.tables)} tables)", err=True)
+    if database.password is not None:
+        typer.echo(f"the password stays out of the file: export NL2SQL_DATABASES__{name.upper()}__PASSWORD=...",
+                   err=True)
+    typer.echo(f"next: edit {rules_file}, then `nl2sql-gateway rules check --database {name}` and "
+               "`nl2sql-gateway serve`", err=True)
+    typer.echo(GRANTS_PLACEHOLDER.format(name=name))
+
+
+def _introspect_one(settings: Settings, name: str) -> Any:
+    from gateway import errors
+    from gateway.execute import Targets
+    from gateway.execute.introspect import introspect
+
+    async def run() -> Any:
+        targets = await Targets.open(settings)
+        try:
+            return await introspect(targets.by_name[name])
+        finally:
+            await targets.close()
+
+    try:
+        return asyncio.run(run())
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc
