@@ -89,3 +89,12 @@ async def count(db: Db, database: str | None = None) -> int:
     return int(await db.fetchval(
         "SELECT count(*) FROM verified_examples WHERE $1::text IS NULL OR database = $1", database,
     ))
+
+
+async def questions(db: Db, database: str, limit: int) -> list[str]:
+    """The first ``limit`` verified questions of ``database``, oldest first (what works without an LLM)."""
+    rows = await db.fetch(
+        "SELECT question FROM verified_examples WHERE database = $1 GROUP BY question ORDER BY min(id) LIMIT $2",
+        database, limit,
+    )
+    return [r["question"] for r in rows]

@@ -17,6 +17,7 @@ import pytest
 
 from tests.serving import free_port
 
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("NL2SQL_", "OPENAI_"))}
 
 
@@ -94,3 +95,26 @@ def test_demo_answers_a_shipped_question_offline(running_demo) -> None:  # type:
                                                 "question": "How many orders were placed per region?"}, timeout=60)
     assert answer.status_code == 200, answer.text
     assert answer.json()["stop_reason"] == "verified_example"
+
+
+def test_a_question_the_demo_cannot_answer_offline_says_what_works(running_demo) -> None:  # type: ignore[no-untyped-def]
+    _, base, _ = running_demo
+    answer = httpx.post(base + "/v1/ask", json={"database": "demo", "question": "Which product sells best?"},
+                        timeout=60)
+    assert answer.status_code == 503
+    problem = answer.json()
+    assert problem["code"] == "llm_not_configured"
+    shipped = [json.loads(line)["question"] for line in
+               (ROOT / "gateway" / "demo" / "examples.jsonl").read_text().splitlines() if line.strip()]
+    assert problem["verified_questions"] == shipped
+    assert "How many orders were placed per region?" in problem["detail"]
+    assert "NL2SQL_LLM__MODEL" in problem["detail"] and "nl2sql-gateway demo" in problem["detail"]
+
+
+def test_the_readme_ask_example_works_offline(running_demo) -> None:  # type: ignore[no-untyped-def]
+    _, base, _ = running_demo
+    readme = (ROOT / "README.md").read_text()
+    question = re.search(r"""curl -s localhost:8000/v1/ask .*?"question": "([^"]+)"\}'""", readme, re.S)
+    assert question, "the README's /v1/ask example is gone"
+    answer = httpx.post(base + "/v1/ask", json={"database": "demo", "question": question.group(1)}, timeout=60)
+    assert answer.status_code == 200, answer.text
