@@ -71,7 +71,7 @@ async def _offline_answers_only(state: GatewayState, q: Question, exc: errors.LL
         try:
             questions = await examples.questions(state.store.pool, q.database, OFFLINE_QUESTIONS_SHOWN)
         except Exception as lookup:  # noqa: BLE001 - the hint is a courtesy; the answer stays llm_not_configured
-            log.warning("verified_questions_unavailable", error=str(lookup))
+            log.warning("verified_questions_unavailable", database=q.database, error=str(lookup))
     listed = "; ".join(f"{question!r}" for question in questions) or "none are stored yet"
     return errors.LLMNotConfigured(
         f"{exc.detail}. Without an LLM only verified questions are answered, asked exactly as stored, e.g.: "
