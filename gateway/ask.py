@@ -48,6 +48,9 @@ class Question:
     role: str | None = None  # the Postgres role of the caller's API key: every attempt runs as it
 
 
+OFFLINE_QUESTIONS_SHOWN = 10
+
+
 def llm_for(state: GatewayState, target: Target) -> tuple[LLMClient, str]:
     """The client and model for a database, or ``llm_not_configured`` naming the settings to set."""
     model = target.settings.ask.model or state.settings.llm.model
@@ -56,6 +59,26 @@ def llm_for(state: GatewayState, target: Target) -> tuple[LLMClient, str]:
                                           state.llm is not None), ("llm.model", model is not None)) if not ok]
         raise errors.LLMNotConfigured("POST /v1/ask needs an LLM; set " + " and ".join(missing), missing=missing)
     return state.llm, model
+
+
+async def _offline_answers_only(state: GatewayState, q: Question, exc: errors.LLMNotConfigured
+                                ) -> errors.LLMNotConfigured:
+    """With no LLM only verified questions are answered: name some, and how to add an LLM."""
+    questions: list[str] = []
+    if state.store is not None:
+        from gateway.store import examples
+
+        try:
+            questions = await examples.questions(state.store.pool, q.database, OFFLINE_QUESTIONS_SHOWN)
+        except Exception as lookup:  # noqa: BLE001 - the hint is a courtesy; the answer stays llm_not_configured
+            log.warning("verified_questions_unavailable", database=q.database, error=str(lookup))
+    listed = "; ".join(f"{question!r}" for question in questions) or "none are stored yet"
+    return errors.LLMNotConfigured(
+        f"{exc.detail}. Without an LLM only verified questions are answered, asked exactly as stored, e.g.: "
+        f"{listed}. To ask anything else, stop the gateway and start it again with an LLM in the environment: "
+        "OPENAI_API_KEY=sk-... (or OPENAI_BASE_URL=http://localhost:11434/v1 for Ollama) and "
+        "NL2SQL_LLM__MODEL=<model>, e.g. `NL2SQL_LLM__MODEL=gpt-4o-mini OPENAI_API_KEY=sk-... nl2sql-gateway demo`",
+        **exc.extra, verified_questions=questions)
 
 
 @dataclass(slots=True)
@@ -82,7 +105,12 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         verified = await _answer_verified(state, q, target, policy, deadline, on_attempt)
         if verified is not None:
             return verified
-    llm, model = llm_for(state, target)
+    try:
+        llm, model = llm_for(state, target)
+    except errors.LLMNotConfigured as exc:
+        if state.settings.store.exact_match_answers:  # the demo's offline mode: say what does work
+            raise await _offline_answers_only(state, q, exc) from None
+        raise
     ctx = await build_context(state, q.database, q.question, q.evidence)
     run = _Run(state, q, target, llm, model, policy, deadline, ctx, state.ruleset(q.database))
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""

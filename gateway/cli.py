@@ -11,7 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from gateway import extras, safety
-from gateway.settings import ConfigError, Settings, load_settings
+from gateway.quickstart import apply_dsn_options, parse_dsn_option
+from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
 
 app = typer.Typer(
     name="nl2sql-gateway",
@@ -20,6 +21,29 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+DEMO_DATABASE = "demo"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from gateway import __version__
+
+        typer.echo(f"nl2sql-gateway {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _every_command(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    """A read-only SQL gateway between natural-language clients and PostgreSQL."""
+    from gateway.observability.logging import configure_logging
+
+    # stdout carries each command's machine-readable output (JSON, JSONL, tokens); logs go to stderr.
+    configure_logging("INFO", json_logs=True)
+
 
 ConfigOption = Annotated[
     Path | None,
@@ -45,14 +69,55 @@ def serve(
     config: ConfigOption = None,
     host: Annotated[str | None, typer.Option(help="Listen address (server.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port (server.port).")] = None,
+    dsn: Annotated[list[str] | None, typer.Option(
+        "--dsn", metavar="[NAME=]postgresql://...",
+        help="Serve this database (repeatable; NAME defaults to the DSN's database) instead of the configured "
+             "ones, with access control off and on loopback only: no config file or store needed. A password "
+             "can come from PGPASSWORD.")] = None,
+    llm_model: Annotated[str | None, typer.Option(help="LLM model for /v1/ask (llm.model).")] = None,
+    llm_base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint (llm.base_url; OPENAI_BASE_URL also works). The key comes from "
+             "OPENAI_API_KEY.")] = None,
 ) -> None:
-    """Serve the HTTP API with the configured databases."""
+    """Serve the HTTP API with the configured databases, or the ones given with --dsn."""
     settings = _settings(config)
+    if dsn:
+        _or_exit(apply_dsn_options, settings, dsn)
+    elif not settings.databases:
+        _no_databases(config)
     if host is not None:
         settings.server.host = host
     if port is not None:
         settings.server.port = port
+    if llm_model is not None:
+        settings.llm.model = llm_model
+    if llm_base_url is not None:
+        settings.llm.base_url = llm_base_url
     _serve(settings)
+
+
+def _or_exit(apply: Any, *args: Any) -> Any:
+    try:
+        return apply(*args)
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _no_databases(config: Path | None) -> None:
+    """Zero databases is a mistake, never a server that answers nothing: say what to do."""
+    path = config or config_path()
+    if path is None:
+        typer.echo("configuration error: no config file found (looked for $NL2SQL_CONFIG and "
+                   f"./{DEFAULT_CONFIG_FILE}) and no database configured. Either:\n"
+                   "  nl2sql-gateway serve --dsn postgresql://user@host:5432/dbname   (no config file needed)\n"
+                   "  nl2sql-gateway init postgresql://user@host:5432/dbname          (writes a commented config "
+                   "file)\n"
+                   "or copy nl2sql-gateway.example.toml to ./nl2sql-gateway.toml.", err=True)
+    else:
+        typer.echo(f"configuration error: {path} configures no database: add a [databases.NAME] table with a "
+                   "dsn (or set NL2SQL_DATABASES__NAME__DSN), or use serve --dsn postgresql://...", err=True)
+    raise typer.Exit(2)
 
 
 def _serve(settings: Settings) -> None:
@@ -60,9 +125,11 @@ def _serve(settings: Settings) -> None:
     from gateway.api.app import create_app
     from gateway.auth import check_exposure
     from gateway.observability.logging import configure_logging
+    from gateway.ports import ensure_port_free
 
     try:
         check_exposure(settings)  # no listening beyond loopback without API keys
+        ensure_port_free(settings.server.host, settings.server.port)
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -78,14 +145,16 @@ def demo(
 ) -> None:
     """Start an embedded Postgres with the demo database and serve the gateway on 127.0.0.1.
 
-    Needs no other service. Ctrl-C or SIGTERM stops the gateway and the embedded server.
+    Needs no other service. Prints the demo database's DSN and a config file (NL2SQL_CONFIG) through which
+    every other command (schema, check, keys, eval, guideline) reaches the running demo. Ctrl-C or SIGTERM
+    stops the gateway and the embedded server.
     """
     if extras.missing("demo"):  # the core install (production, the container image) has no embedded Postgres
         typer.echo(extras.install_hint("demo", "demo"), err=True)
         raise typer.Exit(2)
     from gateway.demo.run import run_demo
 
-    run_demo(data_dir=data_dir, port=port, serve=_serve)
+    _or_exit(run_demo, data_dir, port, _serve)
 
 
 @app.command()
@@ -99,16 +168,7 @@ def check(
 
     Exit status: 0 allowed, 1 blocked, 2 usage error (empty input, bad JSON line, unknown database).
     """
-    policy = safety.Policy()
-    if database is not None:
-        settings = _settings(config)
-        db = settings.database(database)
-        if db is None:
-            typer.echo(f"unknown database {database!r}", err=True)
-            raise typer.Exit(2)
-        from gateway.rules import RulesRegistry
-
-        policy = RulesRegistry(settings.rules_dir).policy_for(database, db.safety)  # hidden objects, functions
+    policy = safety.Policy() if database is None else _check_policy(database, config)
     if not jsonl:
         sql = sys.stdin.read()
         if not sql.strip():
@@ -118,6 +178,26 @@ def check(
         typer.echo(json.dumps(verdict.as_dict()))
         raise typer.Exit(0 if verdict.allowed else 1)
     raise typer.Exit(_check_jsonl(policy))
+
+
+def _check_policy(database: str, config: Path | None) -> safety.Policy:
+    """The database's safety policy plus its rules. ``check`` needs no connection, so a database that is
+    not configured but has rule files (the shipped ``demo`` always has) is checked with the default policy."""
+    from gateway.assets import shipped_dir
+    from gateway.rules import RulesRegistry
+    from gateway.rules.loading import rule_files
+
+    settings = _settings(config)
+    db = settings.database(database)
+    rules_dir = settings.rules_dir
+    if db is None and not rule_files(rules_dir, database) and database == DEMO_DATABASE:
+        rules_dir = shipped_dir("rules")
+    if db is None and not rule_files(rules_dir, database):
+        typer.echo(f"unknown database {database!r}: configured: {', '.join(sorted(settings.databases)) or 'none'}; "
+                   f"no rule file for it in {rules_dir}", err=True)
+        raise typer.Exit(2)
+    base = db.safety if db is not None else safety.Policy()
+    return RulesRegistry(rules_dir).policy_for(database, base)  # hidden objects, functions, tighter limits
 
 
 def _check_jsonl(policy: safety.Policy) -> int:
@@ -165,6 +245,53 @@ def schema(
 
     try:
         typer.echo(json.dumps(asyncio.run(run()), indent=2, default=str))
+    except errors.GatewayError as exc:
+        typer.echo(f"{exc.code}: {exc.detail}", err=True)
+        raise typer.Exit(1) from exc
+
+
+@app.command()
+def init(
+    dsn: Annotated[str, typer.Argument(metavar="[NAME=]postgresql://...", help="The database to start with.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Write ./nl2sql-gateway.toml (commented) and rules/NAME.yaml (the tables with their comments, places
+    for descriptions and hidden columns) for one database, and print the least-privilege role SQL."""
+    from gateway.starter import GRANTS_PLACEHOLDER, config_text, rules_text
+
+    name, database = _or_exit(parse_dsn_option, dsn)
+    config_file, rules_file = DEFAULT_CONFIG_FILE, Path("rules") / f"{name}.yaml"
+    existing = [str(p) for p in (config_file, rules_file) if p.exists()]
+    if existing and not force:
+        typer.echo(f"{', '.join(existing)} already exist(s); keep them, or overwrite with --force", err=True)
+        raise typer.Exit(2)
+    schema = _introspect_one(_settings(None).model_copy(update={"databases": {name: database}}), name)
+    rules_file.parent.mkdir(parents=True, exist_ok=True)
+    rules_file.write_text(rules_text(schema), encoding="utf-8")
+    config_file.write_text(config_text(name, database.dsn), encoding="utf-8")
+    typer.echo(f"wrote {config_file} and {rules_file} ({len(schema.tables)} tables)", err=True)
+    if database.password is not None:
+        typer.echo(f"the password stays out of the file: export NL2SQL_DATABASES__{name.upper()}__PASSWORD=...",
+                   err=True)
+    typer.echo(f"next: edit {rules_file}, then `nl2sql-gateway rules check --database {name}` and "
+               "`nl2sql-gateway serve`", err=True)
+    typer.echo(GRANTS_PLACEHOLDER.format(name=name))
+
+
+def _introspect_one(settings: Settings, name: str) -> Any:
+    from gateway import errors
+    from gateway.execute import Targets
+    from gateway.execute.introspect import introspect
+
+    async def run() -> Any:
+        targets = await Targets.open(settings)
+        try:
+            return await introspect(targets.by_name[name])
+        finally:
+            await targets.close()
+
+    try:
+        return asyncio.run(run())
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc

@@ -151,6 +151,19 @@ class LLMClient:
             raise errors.DeadlineExceeded("the question's time budget was spent before the LLM could answer")
         return min(self.settings.timeout_s, left)
 
+    async def unreachable(self, timeout_s: float = 10.0) -> str | None:
+        """Why the endpoint cannot be used (no answer, key refused), or None. Asks ``GET /models``, which
+        costs no tokens; a server without that route still counts as reachable."""
+        try:
+            await self.client.models.list(timeout=timeout_s)
+        except openai.AuthenticationError as exc:
+            return f"the LLM endpoint refused the API key: {_short(exc)}"
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            return f"the LLM endpoint {self.client.base_url} does not answer: {_short(exc)}"
+        except openai.APIError:
+            pass  # 404 and the like: the endpoint is there, it just has no model listing
+        return None
+
     async def close(self) -> None:
         await self.client.close()
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from gateway.assets import shipped_dir
 from gateway.safety.policy import Policy
 
 DEFAULT_CONFIG_FILE = Path("nl2sql-gateway.toml")
@@ -314,7 +315,10 @@ class Settings(BaseSettings):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     backpressure: BackpressureSettings = Field(default_factory=BackpressureSettings)
     rules_dir: Path = Field(default=Path("rules"), description="Folder of DBA rule files, one per database.")
-    guidelines_dir: Path = Field(default=Path("guidelines"), description="Folder of guideline Markdown files.")
+    guidelines_dir: Path = Field(
+        default_factory=lambda: shipped_dir("guidelines"),
+        description="Folder of guideline Markdown files (default: the shipped guidelines, whatever the working "
+        "directory: the checkout's guidelines/ or the installed package's copy).")
 
     @classmethod
     def settings_customise_sources(
@@ -342,12 +346,16 @@ class _TomlFileSource(PydanticBaseSettingsSource):
         path = config_path()
         if path is None:
             return {}
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        data = _read_toml(path)
         _refuse_secrets(data, str(path))
         return data
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from exc
 
 
 def config_path() -> Path | None:
@@ -382,7 +390,12 @@ def load_settings(**overrides: Any) -> Settings:
         settings = Settings(**overrides)
     except ConfigError:
         raise
-    except ValueError as exc:  # pydantic's ValidationError: name the setting to fix
+    except ValidationError as exc:  # name the file or variable, the key, what was expected, the likely key
+        from gateway.config_errors import describe
+
+        path = config_path()
+        raise ConfigError(describe(exc, Settings, path, _read_toml(path) if path else {})) from None
+    except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     llm = settings.llm
     if llm.base_url is None and os.environ.get("OPENAI_BASE_URL"):

@@ -26,15 +26,17 @@ def free_port() -> int:
 
 def start_serve(env: dict[str, str], cwd: Path, *, stdout: int = subprocess.DEVNULL,
                 timeout_s: float = 30, command: Sequence[str] = (sys.executable, "-m", "gateway"),
-                ) -> tuple[subprocess.Popen[str], str]:
-    """Start the server with ``env`` on top of this environment; return once ``/healthz`` answers.
+                args: tuple[str, ...] = (), unset: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], str]:
+    """Start the server with ``env`` on top of this environment (less ``unset``) and ``args`` after
+    ``serve``; return once ``/healthz`` answers.
 
     The process's stderr is a pipe (read it after it stopped); its base URL is returned with it. ``command``
     is how to run the CLI (another installation's ``nl2sql-gateway`` script, say).
     """
     port = free_port()
-    proc = subprocess.Popen([*command, "serve", "--port", str(port)],
-                            env={**os.environ, **env}, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    environ = {k: v for k, v in {**os.environ, **env}.items() if k not in unset}
+    proc = subprocess.Popen([*command, "serve", "--port", str(port), *args],
+                            env=environ, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s
     while True:

@@ -13,6 +13,7 @@ from fastapi import Depends, FastAPI
 
 from gateway import __version__, masking, safety
 from gateway.api import (
+    docs,
     problems,
     routes_ask,
     routes_examples,
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None, redoc_url=None,  # /docs is served from local assets below (gateway.api.docs)
         # Problems are sent as application/problem+json: document that media type for every status a route
         # does not list itself (schemathesis checks that each answer's Content-Type is documented).
         responses={"default": {"description": "Problem", "model": Problem, "content": {
@@ -100,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_guidelines.router)
     app.include_router(routes_examples.router)
     app.include_router(routes_health.router)
+    docs.install(app)
     return app
 
 

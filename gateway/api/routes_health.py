@@ -24,14 +24,20 @@ async def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     summary="Readiness: every target database answers",
-    description="200 when each pool runs `SELECT 1` within a second; 503 with the failing databases otherwise. "
+    description="200 when each pool runs `SELECT 1` within a second; 503 otherwise, with each failing database's "
+    "reason in words (or when no database is configured). "
     "`privileges` lists, per database, what the gateway's roles may do beyond the rules (a hidden column they "
     "can read, writes, superuser, BYPASSRLS; checked at start-up and again at most once a minute); such a "
     "problem makes the answer 503 only for a database whose `privilege_check` is `fail`.",
-    responses={503: {"description": "At least one database does not answer (or fails its privilege check)."}},
+    responses={503: {"description": "At least one database does not answer (or fails its privilege check), "
+                                    "or none is configured."}},
 )
 async def readyz(state: GatewayState = Depends(get_state)) -> Response:
     targets = list(state.targets.by_name.values())
+    if not targets:  # serving nothing is not being ready
+        return JSONResponse({"status": "unavailable", "databases": {},
+                             "detail": "no database is configured: add a [databases.NAME] table with a dsn"},
+                            status_code=503)
     answers = await asyncio.gather(*(t.ping(timeout=1.0) for t in targets))
     results = {t.name: answer for t, answer in zip(targets, answers, strict=True)}
     ready = all(v == "ok" for v in results.values())

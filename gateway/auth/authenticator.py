@@ -48,8 +48,9 @@ def check_exposure(settings: Settings) -> None:
             )
         return
     if not settings.store.dsn:
-        raise ConfigError("auth.enabled needs store.dsn: API keys live in the store database "
-                          "(set store.dsn, or turn auth off for local use on 127.0.0.1)")
+        raise ConfigError("auth.enabled (on by default) needs store.dsn: API keys live in the store database. "
+                          "Set store.dsn (NL2SQL_STORE__DSN), or for local use on 127.0.0.1 turn auth off "
+                          "(auth.enabled = false) or run `nl2sql-gateway serve --dsn postgresql://...`")
 
 
 @dataclass(slots=True)

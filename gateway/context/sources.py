@@ -55,7 +55,7 @@ class FileGuidelineSource:
             guideline = Guideline(version, path.read_text(encoding="utf-8").strip())
         except (OSError, UnicodeDecodeError) as exc:
             # Answering without a guideline beats failing the question; the log says why.
-            log.warning("guideline_unreadable", path=str(path), error=str(exc))
+            log.warning("guideline_unreadable", database=database, path=str(path), error=str(exc))
             return Guideline("none", "")
         self._cache[path] = (mtime, guideline)
         return guideline

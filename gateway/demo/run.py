@@ -10,19 +10,31 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
+from gateway.assets import shipped_dir
 from gateway.demo.embedded import EmbeddedPostgres, default_data_dir
 from gateway.demo.generator import derive_dsn, ensure_demo_database
+from gateway.ports import ensure_port_free
 from gateway.settings import DatabaseSettings, Settings, load_settings
 from gateway.store import examples
 from gateway.store.migrate import migrate
 
 STORE_DATABASE = "nl2sql_store"
 EXAMPLES = Path(__file__).with_name("examples.jsonl")
+CONFIG_FILE = "nl2sql-gateway-demo.toml"  # in the data directory, beside the cluster it points at
+DESCRIPTION = "Demo BI database: customers, products, orders, payments, employees, events."
 
 BANNER = """
 nl2sql-gateway demo is serving on http://127.0.0.1:{port}  (Ctrl-C or SIGTERM stops it and the embedded Postgres)
   Postgres data: {data_dir}
+  Demo database: {reader_dsn}  (read-only role; psql "{reader_dsn}")
   OpenAPI docs:  http://127.0.0.1:{port}/docs
+
+Every other command reaches the running demo through its config file:
+  export NL2SQL_CONFIG={config}
+  nl2sql-gateway schema demo | head -c 600
+  echo "SELECT email FROM customers" | nl2sql-gateway check --database demo
+  nl2sql-gateway keys create --name me --role client --databases demo
+  nl2sql-gateway eval demo          (needs an LLM, see below)
 
 Try:
   curl -s http://127.0.0.1:{port}/v1/databases
@@ -76,10 +88,8 @@ async def _seed_verified_examples(store_dsn: str) -> None:
 def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
     """The demo's settings: the environment still supplies the LLM endpoint and any other override."""
     settings = load_settings(
-        databases={"demo": DatabaseSettings(
-            dsn=reader_dsn,
-            description="Demo BI database: customers, products, orders, payments, employees, events.",
-        )},
+        databases={"demo": DatabaseSettings(dsn=reader_dsn, description=DESCRIPTION)},
+        rules_dir=shipped_dir("rules"),  # the shipped rules/demo.yaml, wherever the demo is started from
     )
     settings.server.host = "127.0.0.1"  # the demo never listens beyond loopback
     settings.auth.enabled = False  # no API keys to hand out: allowed on loopback only (gateway.auth)
@@ -89,6 +99,35 @@ def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
         # The demo's verified examples answer their exact questions even with no LLM configured.
         settings.store.exact_match_answers = True
     return settings
+
+
+def write_config(path: Path, settings: Settings) -> Path:
+    """A config file for the running demo, so that ``schema``, ``check``, ``keys``, ``eval`` and the other
+    commands reach it with ``NL2SQL_CONFIG=path``. DSNs only: the embedded server trusts local sockets."""
+    demo = settings.databases["demo"]
+    lines = [
+        "# Written by `nl2sql-gateway demo` for the demo it runs; rewritten at each start.",
+        f"# Use it with:  export NL2SQL_CONFIG={path}",
+        f"rules_dir = {json.dumps(str(settings.rules_dir))}",
+        f"guidelines_dir = {json.dumps(str(settings.guidelines_dir))}",
+        "",
+        "[databases.demo]",
+        f"dsn = {json.dumps(demo.dsn)}",
+        f"description = {json.dumps(demo.description)}",
+        "",
+        "[store]",
+        f"dsn = {json.dumps(settings.store.dsn)}",
+        f"exact_match_answers = {json.dumps(settings.store.exact_match_answers)}",
+        "",
+        "[auth]",
+        "enabled = false  # the demo serves on 127.0.0.1 only",
+        "",
+        "[server]",
+        f"port = {settings.server.port}",
+        "",
+    ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
 
 
 @contextmanager
@@ -115,6 +154,7 @@ def run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]
 
 
 def _run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]) -> None:
+    ensure_port_free("127.0.0.1", port)  # before the embedded server starts or a banner says "serving"
     data_dir = data_dir or default_data_dir()
     server = EmbeddedPostgres(data_dir)
     print(f"starting embedded Postgres in {data_dir} ...", flush=True)
@@ -122,7 +162,8 @@ def _run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None
         server.start()  # inside the try: a signal while it starts still stops what did start
         reader_dsn, store_dsn = asyncio.run(_prepare(server))
         settings = demo_settings(reader_dsn, store_dsn, port)
-        print(BANNER.format(port=port, data_dir=data_dir), flush=True)
+        config = write_config(data_dir / CONFIG_FILE, settings)
+        print(BANNER.format(port=port, data_dir=data_dir, reader_dsn=reader_dsn, config=config), flush=True)
         serve(settings)
     finally:
         print("stopping embedded Postgres ...", flush=True)

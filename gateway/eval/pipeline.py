@@ -13,7 +13,7 @@ source, which always answers the scenario's guideline. Scenarios therefore run s
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
@@ -31,7 +31,7 @@ from gateway.store import Store
 from gateway.store import guidelines as stored_guidelines
 
 __all__ = ["NO_GUIDELINE", "EvalSetupError", "FixedGuideline", "answer", "open_gateway", "open_store",
-           "resolve_guideline", "scenario_state"]
+           "preflight", "resolve_guideline", "scenario_state"]
 
 NO_GUIDELINE = Guideline("none", "")
 
@@ -54,6 +54,35 @@ async def open_gateway(settings: Settings) -> AsyncIterator[GatewayState]:
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         yield app.state.gateway
+
+
+async def preflight(state: GatewayState, questions: Sequence[Question]) -> None:
+    """Before the first question: every database the questions use answers, and the LLM is usable.
+
+    Raises :class:`EvalSetupError` naming the setting to change, so a run never scores a table of errors.
+    """
+    if not questions:
+        raise EvalSetupError("the question set is empty")
+    configured = ", ".join(sorted(state.targets.by_name)) or "none"
+    for database in sorted({q.database for q in questions}):
+        target = state.targets.get(database)
+        if target is None:
+            hint = (" (start `nl2sql-gateway demo` and export the NL2SQL_CONFIG it prints)"
+                    if database == "demo" else f" (add [databases.{database}] with its dsn to the config)")
+            raise EvalSetupError(f"the questions use database {database!r}, which is not configured; "
+                                 f"configured: {configured}{hint}")
+        answer = await target.ping(timeout=5.0)
+        if answer != "ok":
+            raise EvalSetupError(f"database {database!r} {answer}")
+        model = target.settings.ask.model or state.settings.llm.model
+        if not model:
+            raise EvalSetupError(f"no LLM model for {database!r}: set llm.model (NL2SQL_LLM__MODEL)")
+    if state.llm is None:
+        raise EvalSetupError("no LLM endpoint configured: set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL "
+                             "(any OpenAI-compatible server) and NL2SQL_LLM__MODEL")
+    problem = await state.llm.unreachable()
+    if problem:
+        raise EvalSetupError(problem)
 
 
 @asynccontextmanager

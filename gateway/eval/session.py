@@ -19,8 +19,9 @@ from gateway.observability.logging import configure_logging
 from gateway.settings import Settings
 from gateway.store import Store
 
-__all__ = ["STOPPED", "run_session", "summary_table"]
+__all__ = ["NOTHING_SCORED", "STOPPED", "run_session", "summary_table"]
 
+NOTHING_SCORED = 1  # exit status when the run finished without a single scored answer
 STOPPED = 3  # exit status when infrastructure trouble stopped the run (finished results are kept)
 
 
@@ -36,6 +37,7 @@ async def run_session(settings: Settings, folder: RunFolder, questions: Sequence
         try:
             store = await stack.enter_async_context(pipeline.open_store(settings)) if needs_store else None
             state = await stack.enter_async_context(pipeline.open_gateway(settings))
+            await pipeline.preflight(state, questions)
             guidelines = await _guidelines(settings, store, questions, scenarios)
         except pipeline.EvalSetupError as exc:
             print(f"cannot start: {exc}", file=sys.stderr)
@@ -55,6 +57,10 @@ async def run_session(settings: Settings, folder: RunFolder, questions: Sequence
         report = write_report(folder)
         out.write(summary_table(report))
         out.write(f"report: {folder.report_dir / 'report.md'}\n")
+        if status == 0 and all(s["ex"] is None for s in report["scenarios"]):
+            print(f"nothing was scored (every gold SQL failed, or no pair ran): see {folder.report_dir / 'report.md'}",
+                  file=sys.stderr)
+            status = NOTHING_SCORED
         if collect and store is not None:
             from gateway.eval.collect import collect_corrections
 

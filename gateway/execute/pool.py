@@ -50,7 +50,24 @@ async def _reset_connection(conn: asyncpg.Connection) -> None:
     await conn.execute(RESET_SQL)
 
 
-async def create_pool(settings: DatabaseSettings) -> asyncpg.Pool:
+def why_unavailable(exc: BaseException, database: str) -> str:
+    """A failure to reach ``database`` in words a person can act on (no exception class names)."""
+    variable = f"NL2SQL_DATABASES__{database.upper()}__PASSWORD"
+    if isinstance(exc, TimeoutError):
+        return "no answer in time (is the server up and reachable from here?)"
+    if isinstance(exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError):
+        return (f"the server refused the login: {exc}; check the user in databases.{database}.dsn and the "
+                f"password ({variable} or PGPASSWORD)")
+    if isinstance(exc, asyncpg.InvalidCatalogNameError):
+        return f"{exc}; check the database name in databases.{database}.dsn"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"connection refused; check the host and port in databases.{database}.dsn and that the server runs"
+    if isinstance(exc, OSError):
+        return f"cannot connect: {exc.strerror or exc}; check the host in databases.{database}.dsn"
+    return str(exc) or "the database did not answer"
+
+
+async def create_pool(settings: DatabaseSettings, name: str = "") -> asyncpg.Pool:
     """A pool for one target; connects lazily when the database is down so start-up never fails on it."""
     password = settings.password.get_secret_value() if settings.password else None
     kwargs = dict(
@@ -67,7 +84,7 @@ async def create_pool(settings: DatabaseSettings) -> asyncpg.Pool:
     try:
         return await asyncpg.create_pool(min_size=settings.pool_min_size, **kwargs)
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        log.warning("pool_prewarm_failed", error=str(exc))
+        log.warning("pool_prewarm_failed", database=name, error=why_unavailable(exc, name))
         return await asyncpg.create_pool(min_size=0, **kwargs)
 
 
@@ -94,7 +111,7 @@ class Target:
                     await conn.fetchval("SELECT 1")
             return "ok"
         except Exception as exc:  # noqa: BLE001 - any failure means "not ready", with its reason
-            return f"unavailable: {type(exc).__name__}"
+            return f"unavailable: {why_unavailable(exc, self.name)}"
 
     def pool_stats(self) -> tuple[int, int]:
         """(open connections, connections in use)."""
@@ -113,7 +130,7 @@ class Targets:
         targets = cls()
         results = ResultBudget(settings.backpressure.result_bytes_in_flight, settings.backpressure.result_wait_s)
         for name, db in settings.databases.items():
-            targets.by_name[name] = Target(name, db, await create_pool(db), results=results)
+            targets.by_name[name] = Target(name, db, await create_pool(db, name), results=results)
         return targets
 
     async def close(self) -> None:

@@ -77,9 +77,14 @@ def list_versions(config: ConfigOption = None) -> None:
     """List the versions: number, status, parent, creation time, corrections used, gate verdict."""
     from gateway.store import guidelines
 
+    settings = load(config)
+
     async def work() -> None:
-        async with _store(load(config)) as store:
-            for v in await guidelines.list_all(store.pool):
+        async with _store(settings) as store:
+            versions = await guidelines.list_all(store.pool)
+            in_force = "active" if not any(v.status == "active" for v in versions) else "retired"
+            typer.echo(f"v0     {in_force:<9} the shipped guideline file {_shipped_file(settings)}")
+            for v in versions:
                 s = v.summary()
                 gate = {True: "passed", False: "failed", None: "-"}[s["evaluation_passed"]]
                 typer.echo(f"v{v.version:<5} {v.status:<9} parent={('v' + str(v.parent)) if v.parent else '-':<6} "
@@ -91,17 +96,41 @@ def _version(text: str) -> int | None:
     return None if text == "active" else int(text.lstrip("v"))
 
 
-async def _resolve(store: Store, which: str) -> GuidelineVersion:
+def _shipped_file(settings: Settings) -> Path:
+    from gateway.context.sources import DEFAULT_GUIDELINE_FILE
+
+    return settings.guidelines_dir / DEFAULT_GUIDELINE_FILE
+
+
+async def _resolve(store: Store, which: str, settings: Settings) -> GuidelineVersion:
     from gateway.magic import lifecycle
     from gateway.store import guidelines
 
     number = _version(which)
     if number is None:
         active = await guidelines.active(store.pool)
-        if active is None:
-            raise errors.UnknownGuidelineVersion("no version is active")
-        return active
+        return active if active is not None else _shipped(settings, "active")
+    if number == guidelines.SHIPPED:
+        active = await guidelines.active(store.pool)
+        return _shipped(settings, "active" if active is None else "retired")
     return await lifecycle.get(store, number)
+
+
+def _shipped(settings: Settings, status: str) -> GuidelineVersion:
+    """Version 0: the shipped guideline file, in force while no stored version is active."""
+    from datetime import UTC, datetime
+
+    from gateway.store.guidelines import GuidelineVersion
+
+    path = _shipped_file(settings)
+    try:
+        text = path.read_text(encoding="utf-8")
+        created = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    except OSError as exc:
+        raise errors.UnknownGuidelineVersion(f"the shipped guideline file {path} cannot be read: "
+                                             f"{exc.strerror or exc}") from exc
+    return GuidelineVersion(version=0, parent=None, text=text, status=status,
+                            provenance={"file": str(path), "corrections": []}, evaluation=None, created_at=created)
 
 
 @app.command()
@@ -113,10 +142,18 @@ def show(
     """Print a version as Markdown: header with provenance and evaluation, then the guideline."""
     from gateway.magic import lifecycle
 
+    settings = load(config)
+
     async def work() -> None:
-        async with _store(load(config)) as store:
-            v = await _resolve(store, version)
-            typer.echo(json.dumps(v.as_dict(), indent=2, default=str) if as_json else lifecycle.render_markdown(v))
+        async with _store(settings) as store:
+            v = await _resolve(store, version, settings)
+            if as_json:
+                typer.echo(json.dumps(v.as_dict(), indent=2, default=str))
+            elif v.version == 0:
+                typer.echo(f"# Guideline v0 ({v.status})\n\n- the shipped guideline file: {v.provenance['file']}\n\n"
+                           f"{v.text.strip()}\n")
+            else:
+                typer.echo(lifecycle.render_markdown(v))
     _run(work())
 
 
@@ -129,9 +166,12 @@ def diff(
     """Unified diff between two versions' texts."""
     from gateway.magic import lifecycle
 
+    settings = load(config)
+
     async def work() -> None:
-        async with _store(load(config)) as store:
-            typer.echo(lifecycle.diff(await _resolve(store, old), await _resolve(store, new)), nl=False)
+        async with _store(settings) as store:
+            typer.echo(lifecycle.diff(await _resolve(store, old, settings), await _resolve(store, new, settings)),
+                       nl=False)
     _run(work())
 
 
@@ -170,23 +210,24 @@ def activate(
 
 @app.command()
 def rollback(
-    version: Annotated[str | None, typer.Argument(help="The version to go back to (default: the one "
-                       "active before the current one).")] = None,
+    version: Annotated[str | None, typer.Argument(help="The version to go back to; 0 is the shipped guideline "
+                       "file (default: the one active before the current one, else 0).")] = None,
     config: ConfigOption = None,
 ) -> None:
-    """Re-activate an earlier version (no gate: it was accepted before)."""
+    """Re-activate an earlier version (no gate: it was accepted before), or the shipped guideline (0)."""
     from gateway.magic import lifecycle
     from gateway.store import guidelines
 
     async def work() -> None:
         async with _store(load(config)) as store:
-
             number = int(version.lstrip("v")) if version else None
             if number is None:
                 previous = await guidelines.previous_active(store.pool)
-                if previous is None:
-                    raise errors.UnknownGuidelineVersion("no earlier active version to roll back to")
-                number = previous.version
+                number = previous.version if previous is not None else guidelines.SHIPPED
+            if number == guidelines.SHIPPED:
+                await guidelines.activate_shipped(store.pool)
+                typer.echo("v0 (the shipped guideline file) is active")
+                return
             await lifecycle.get(store, number)
             await guidelines.activate(store.pool, number)
             typer.echo(f"v{number} is active")

@@ -12,6 +12,20 @@ import sys
 import structlog
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of writing: a stream captured once (a test runner's,
+    replaced and closed after one CLI invocation) must not receive the logs of everything that follows."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+STDERR = _CurrentStderr()
+
+
 def configure_logging(level: str = "INFO", json_logs: bool = True) -> None:
     """Route structlog and the standard library's logging to stderr in one format."""
     renderer: structlog.types.Processor = (
@@ -25,13 +39,13 @@ def configure_logging(level: str = "INFO", json_logs: bool = True) -> None:
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=STDERR),  # type: ignore[arg-type]
         # Not cached: a cached logger keeps the configuration it first saw, so a later configure_logging()
         # (serve after eval in one process) or structlog.testing.capture_logs() would not reach it.
         cache_logger_on_first_use=False,
     )
     # uvicorn and asyncpg log through the standard library; keep them in the same stream and format.
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(STDERR)  # type: ignore[arg-type]
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(processors=[
         structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer,
     ], foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name]))

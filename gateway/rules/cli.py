@@ -45,6 +45,10 @@ def check_command(
             raise typer.Exit(2)
         names = [database]
     folder = rules_dir or settings.rules_dir
+    if not folder.is_dir():  # "0 errors" would read as "your rules are fine"
+        typer.echo(f"no rules folder at {folder.absolute()}: nothing was checked. Write {folder}/<database>.yaml "
+                   "(`nl2sql-gateway init DSN` starts one), or point --rules-dir or rules_dir at your rules.", err=True)
+        raise typer.Exit(2)
     try:
         schemas, privileges = asyncio.run(_introspect(settings, names, folder, [None, *(role or [])]))
     except _Unreadable as exc:

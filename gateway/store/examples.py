@@ -203,3 +203,12 @@ async def count(db: Db, database: str | None = None, status: ExampleStatus | Non
         "SELECT count(*) FROM verified_examples WHERE ($1::text IS NULL OR database = $1) "
         "AND ($2::text IS NULL OR status = $2)", database, status,
     ))
+
+
+async def questions(db: Db, database: str, limit: int) -> list[str]:
+    """The first ``limit`` verified questions of ``database``, oldest first (what works without an LLM)."""
+    rows = await db.fetch(
+        "SELECT question FROM verified_examples WHERE database = $1 GROUP BY question ORDER BY min(id) LIMIT $2",
+        database, limit,
+    )
+    return [r["question"] for r in rows]

@@ -1,5 +1,8 @@
 """Guideline versions: candidate -> active -> retired, with provenance and evaluation.
 
+Version 0 is the shipped guideline file (``guidelines_dir``), in force while no stored version is active;
+:func:`activate_shipped` returns to it.
+
 Writing a candidate and activating a version are each one transaction, so a regeneration run that dies
 half-way leaves no half-written version and never touches the active one. A unique partial index keeps at
 most one version active even when two replicas activate at the same moment.
@@ -94,6 +97,19 @@ async def activate(db: asyncpg.Pool, version: int) -> GuidelineVersion | None:
                 "UPDATE guideline_versions SET status = 'active', activated_at = now() WHERE version = $1", version,
             )
     return await get(db, version)
+
+
+SHIPPED = 0  # the version number of the shipped guideline file
+
+
+async def activate_shipped(db: asyncpg.Pool) -> GuidelineVersion | None:
+    """Retire the active stored version, so that the shipped file (version 0) is in force again; returns
+    the version that was retired (None when the shipped file already was in force)."""
+    async with db.acquire() as conn, conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", ACTIVATION_LOCK_KEY)
+        row = await conn.fetchrow(
+            "UPDATE guideline_versions SET status = 'retired' WHERE status = 'active' RETURNING *")
+    return _from_row(row) if row else None
 
 
 async def previous_active(db: Db) -> GuidelineVersion | None:

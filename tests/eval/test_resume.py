@@ -90,16 +90,21 @@ async def test_an_interrupted_run_resumes_without_asking_twice(demo_dsn: str, ll
 
 
 async def test_infrastructure_errors_stop_the_session_with_its_own_status(demo_dsn: str, guidelines_dir: Path,
-                                                                          tmp_path: Path) -> None:
+                                                                          llm: ScriptedLLM, tmp_path: Path) -> None:
     questions = load_questions(shipped("demo"))[:2]
     scenarios = matrix(["first_pass"], ["none"])
     folder, _ = RunFolder.create_or_resume(tmp_path / "run", manifest(questions, scenarios))
-    # Nothing listens on this port: after the client's retries the LLM is unavailable.
-    settings = eval_settings(demo_dsn, "http://127.0.0.1:9/v1", guidelines_dir)
+    # The endpoint answers the pre-flight check, then fails every completion: the LLM is unavailable.
+    llm.add(lambda request: Reply(status=503))
+    settings = eval_settings(demo_dsn, llm.base_url, guidelines_dir)
     status = await run_session(settings, folder, questions, scenarios, concurrency=1, progress=False,
                                collect=False, out=io.StringIO())
     assert status == STOPPED
     assert folder.results() == []
+    # An endpoint that does not answer at all is found before the first question: a set-up error.
+    down = eval_settings(demo_dsn, "http://127.0.0.1:9/v1", guidelines_dir)
+    assert await run_session(down, folder, questions, scenarios, concurrency=1, progress=False, collect=False,
+                             out=io.StringIO()) == 2
 
 
 def test_a_partial_last_line_is_cut_on_resume(tmp_path: Path) -> None:

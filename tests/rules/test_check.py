@@ -104,3 +104,10 @@ def test_check_command_applies_the_rules_of_the_database(tmp_path: Path, demo_ds
     assert blocked.exit_code == 1 and "hidden_column" in blocked.stdout
     allowed = CliRunner().invoke(app, ["check", "--database", "demo"], input="SELECT count(*) FROM employees", env=env)
     assert allowed.exit_code == 0
+
+
+def test_cli_missing_rules_folder_is_not_reported_clean(tmp_path: Path, demo_dsn: str) -> None:
+    code, out, err = run_cli(demo_dsn, "--rules-dir", str(tmp_path / "no-such-folder"))
+    assert code == 2 and out == ""
+    assert "no rules folder at" in err and "nothing was checked" in err
+    assert "error(s)" not in err
