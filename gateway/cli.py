@@ -257,7 +257,8 @@ def init(
 ) -> None:
     """Write ./nl2sql-gateway.toml (commented) and rules/NAME.yaml (the tables with their comments, places
     for descriptions and hidden columns) for one database, and print the least-privilege role SQL."""
-    from gateway.starter import GRANTS_PLACEHOLDER, config_text, rules_text
+    from gateway.rules.grants import database_grants
+    from gateway.starter import GATEWAY_ROLE, GRANTS_HEADER, config_text, rules_text
 
     name, database = _or_exit(parse_dsn_option, dsn)
     config_file, rules_file = DEFAULT_CONFIG_FILE, Path("rules") / f"{name}.yaml"
@@ -275,7 +276,14 @@ def init(
                    err=True)
     typer.echo(f"next: edit {rules_file}, then `nl2sql-gateway rules check --database {name}` and "
                "`nl2sql-gateway serve`", err=True)
-    typer.echo(GRANTS_PLACEHOLDER.format(name=name))
+    password = database.password.get_secret_value() if database.password else None
+    try:
+        grants = asyncio.run(database_grants(database.dsn, rules_file.parent, name, GATEWAY_ROLE, password=password))
+    except (OSError, ValueError) as exc:  # the files are written; the grants can be printed later
+        typer.echo(f"could not generate the role's grants ({exc}); run `nl2sql-gateway rules grants {name} "
+                   f"--role {GATEWAY_ROLE}` later", err=True)
+        raise typer.Exit(1) from exc
+    typer.echo(GRANTS_HEADER.format(name=name, role=GATEWAY_ROLE) + grants, nl=False)
 
 
 def _introspect_one(settings: Settings, name: str) -> Any:

@@ -11,11 +11,17 @@ import json
 
 from gateway.execute.introspect import Schema
 
-GRANTS_PLACEHOLDER = """\
--- Least-privilege role for the gateway: generate the GRANTs from the rules file once you have edited it
--- (hidden tables and columns get no SELECT), with:
---   nl2sql-gateway rules grants --database {name}
--- and connect the gateway with that role (see the README's Security model)."""
+# The role `init` writes grants for: a dedicated one, never the role the DSN logs in as (which may own the
+# tables; the grants begin by revoking what the role holds).
+GATEWAY_ROLE = "nl2sql_gateway"
+
+GRANTS_HEADER = """\
+-- Least-privilege role for the gateway on {name!r}. Run as an admin: create the role, then the grants below,
+-- and point databases.{name}.dsn at it:
+--   CREATE ROLE {role} LOGIN PASSWORD '...';
+-- After you hide tables or columns in the rules file, print the grants again (hidden ones get no SELECT):
+--   nl2sql-gateway rules grants {name} --role {role}     (--apply --admin-dsn DSN runs them)
+"""
 
 
 def config_text(name: str, dsn: str, rules_dir: str = "rules") -> str:

@@ -43,9 +43,11 @@ def test_init_writes_config_and_rules_that_the_gateway_reads(demo_dsn: str, tmp_
     checked = run(["rules", "check", "--database", "shop"], tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
-    # the role SQL is pointed to, clearly labelled, on stdout; the rest is on stderr
-    assert "nl2sql-gateway rules grants --database shop" in result.stdout
-    assert all(line.startswith("--") for line in result.stdout.splitlines())
+    # the least-privilege role SQL for a dedicated role is on stdout (the rest on stderr): column grants on
+    # every visible column of the database, and how to print them again after hiding something
+    assert "nl2sql-gateway rules grants shop --role nl2sql_gateway" in result.stdout
+    assert 'GRANT SELECT ("order_id"' in result.stdout and '"nl2sql_gateway"' in result.stdout
+    assert "BEGIN;" in result.stdout and result.stdout.rstrip().endswith("COMMIT;")
     assert "wrote nl2sql-gateway.toml" in result.stderr
 
     again = run(["init", f"shop={demo_dsn}"], tmp_path)
