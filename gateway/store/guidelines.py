@@ -93,10 +93,13 @@ async def activate(db: asyncpg.Pool, version: int) -> GuidelineVersion | None:
             return None
         if target["status"] != "active":
             await conn.execute("UPDATE guideline_versions SET status = 'retired' WHERE status = 'active'")
-            await conn.execute(
-                "UPDATE guideline_versions SET status = 'active', activated_at = now() WHERE version = $1", version,
+            target = await conn.fetchrow(
+                "UPDATE guideline_versions SET status = 'active', activated_at = now() WHERE version = $1 "
+                "RETURNING *", version,
             )
-    return await get(db, version)
+    # The row as this activation left it: read after the lock is gone, a racing activation may already have
+    # retired it again.
+    return _from_row(target)
 
 
 SHIPPED = 0  # the version number of the shipped guideline file
