@@ -80,6 +80,7 @@ class Range:
     leaves: tuple[Range, ...] = ()  # for a join: every range inside it
     columns: tuple[str, ...] | None = None  # known output names of a derived table (None: unknown)
     watched: bool = False  # a base table (or a join over one) whose reads are kept
+    renamed: bool = False  # a join whose alias has a column list: its leaves' names are not its own
 
     def bases(self) -> list[str]:
         if self.table is not None:
@@ -138,8 +139,7 @@ def _select(body: JSON, outer: Scope, push: Any, out: _Out) -> None:
     with_clause = body.get("withClause")
     if with_clause:
         items = [unwrap(c)[1] for c in with_clause.get("ctes", ())]
-        defined = [(c.get("ctename", ""), _renamed(_outputs(c.get("ctequery")), c.get("aliascolnames")))
-                   for c in items]
+        defined = [(c.get("ctename", ""), _cte_columns(c)) for c in items]
         recursive = bool(with_clause.get("recursive"))
         for i, cte in enumerate(items):
             # A CTE sees the ones before it (all of them under RECURSIVE), never itself otherwise: inside
@@ -225,8 +225,10 @@ def _from_item(item: Any, scope: Scope, push: Any, out: _Out) -> Range:
         push((body.get("subquery"), scope, "FROM"))
     elif kind in ("RangeFunction", "RangeTableFunc", "JsonTable"):
         # Its rows come from its arguments, which are bound here like any expression (LATERAL or not).
+        # Its output names stay unknown even with an alias list: the list may rename only the first columns
+        # (ROWS FROM, XMLTABLE and JSON_TABLE columns, WITH ORDINALITY, a record's definition list add more).
         fallback = _function_name(body) if kind == "RangeFunction" else None
-        rng = Range(_names(alias_name or fallback), columns=tuple(names(colnames)) or None)
+        rng = Range(_names(alias_name or fallback))
         for key, child in body.items():
             if key != "alias" and (type(child) is dict or type(child) is list):
                 push((child, scope, "FROM"))
@@ -259,7 +261,8 @@ def _join(body: JSON, scope: Scope, push: Any, out: _Out) -> Range:
             if leaf.table is not None:
                 out.emit(leaf.table, col.casefold(), "JOIN ... USING", f"USING ({col})")
     if body.get("isNatural"):
-        common = _common(_known(left, left_leaves), _known(right, right_leaves))
+        left_known = _known(left, scope.ranges[start:middle])
+        common = _common(left_known, _known(right, scope.ranges[middle:]))
         for leaf in leaves:
             if leaf.table is None:
                 continue
@@ -275,7 +278,8 @@ def _join(body: JSON, scope: Scope, push: Any, out: _Out) -> Range:
             for t in leaf.bases():
                 out.emit(t, None, "FROM", shown)
     watched = any(leaf.watched for leaf in leaves)
-    joined = Range(_names(alias.get("aliasname")), leaves=leaves, watched=watched)
+    joined = Range(_names(alias.get("aliasname")), leaves=leaves, watched=watched,
+                   renamed=bool(alias.get("colnames")))
     scope.ranges.append(joined)
     using_alias = (body.get("join_using_alias") or {}).get("aliasname")
     if using_alias:
@@ -401,6 +405,13 @@ def _outputs(query: Any) -> tuple[str, ...] | None:
     return tuple(out)
 
 
+def _cte_columns(cte: JSON) -> tuple[str, ...] | None:
+    """A CTE's output names; unknown when SEARCH or CYCLE add columns of their own (``SET email``)."""
+    if cte.get("search_clause") or cte.get("cycle_clause"):
+        return None
+    return _renamed(_outputs(cte.get("ctequery")), cte.get("aliascolnames"))
+
+
 def _renamed(columns: tuple[str, ...] | None, colnames: Any) -> tuple[str, ...] | None:
     new = names(colnames)
     if not new:
@@ -410,14 +421,20 @@ def _renamed(columns: tuple[str, ...] | None, colnames: Any) -> tuple[str, ...] 
     return tuple(new) + columns[len(new):]
 
 
-def _known(rng: Range, leaves: list[Range]) -> tuple[str, ...] | None:
+def _known(rng: Range, ranges: list[Range]) -> tuple[str, ...] | None:
+    """Every output name of one side of a join (``ranges``: all FROM items inside it), or None when any
+    is unknown. The list must be complete: a NATURAL join on a name missing from it would go unseen."""
     if not rng.leaves:
         return rng.columns if rng.table is None else None
     out: list[str] = []
-    for leaf in leaves:
-        if leaf.table is not None or leaf.columns is None:
+    for item in ranges:
+        if item.renamed:
             return None
-        out.extend(leaf.columns)
+        if item.leaves:
+            continue
+        if item.table is not None or item.columns is None:
+            return None
+        out.extend(item.columns)
     return tuple(out)
 
 

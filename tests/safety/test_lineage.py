@@ -1,7 +1,7 @@
 """Hidden data through every scope: each lineage case again inside a subquery, a CTE, a LATERAL and an EXISTS.
 
-The case files hold the forms (``blocked/lineage.sql`` with its twins in ``allowed/lineage.sql``, the older
-``blocked/hidden.sql`` and the catalog cases); here each is nested, since a form refused at the top level
+The case files hold the forms (``blocked/lineage.sql`` with its twins in ``allowed/lineage.sql``, an
+attacker's review in ``attack.sql`` under both, the older ``blocked/hidden.sql`` and the catalog cases); here each is nested, since a form refused at the top level
 must stay refused wherever it hides, and an allowed twin must stay allowed. A generated test then combines
 visible and hidden column references with aliases, quoting and scopes, and compares the verdict with
 which columns the query names.
@@ -24,9 +24,9 @@ WRAPPERS = {
     "lateral": "SELECT w.* FROM (SELECT 1 AS one) AS base CROSS JOIN LATERAL ({sql}) AS w",
     "exists": "SELECT 1 AS one WHERE EXISTS ({sql})",
 }
-_FILES = ("hidden: ", "lineage: ", "catalogs: ")
+_FILES = ("hidden: ", "lineage: ", "catalogs: ", "attack: ")
 BLOCKED = [c for c in load("blocked") if c.id.startswith(_FILES) and not c.sql.lstrip().upper().startswith("EXPLAIN")]
-ALLOWED = [c for c in load("allowed") if c.id.startswith(_FILES)]
+ALLOWED = [c for c in load("allowed") if c.id.startswith(_FILES) and not c.sql.lstrip().upper().startswith("EXPLAIN")]
 
 
 def _nested(cases: list[Case]) -> list[tuple[Case, str, str]]:
