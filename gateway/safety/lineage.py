@@ -308,8 +308,9 @@ def _resolve(fields: Any, scope: Scope, clause: str, location: int | None, out: 
                 out.emit(rng.table, None, clause, "*", location)
         return
     levels = _levels(scope)
-    if not star:
-        # parts[0] as a column of any base table in any enclosing scope (the rest are field selections).
+    if not star or len(parts) == 1:
+        # parts[0] as a column of any base table in any enclosing scope (the rest are field selections);
+        # ``(address).*`` expands the fields of a composite column.
         for level in levels:
             for rng in level.ranges:
                 if rng.watched and rng.table is not None:

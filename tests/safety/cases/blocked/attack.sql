@@ -613,3 +613,11 @@ WITH s AS (SELECT salary x FROM employees) SELECT count(*) FROM s WHERE x > 1
 -- case: form 195: WITH s AS MATERIALIZED (SELECT salary FROM employees) SELECT count(*) 
 -- expect: hidden_column
 WITH s AS MATERIALIZED (SELECT salary FROM employees) SELECT count(*) FROM s
+-- case: field star of a hidden composite column
+-- expect: hidden_column
+-- policy: {"hidden_columns": ["people.address"]}
+SELECT (address).* FROM people
+-- case: field star of a hidden composite column in a correlated subquery
+-- expect: hidden_column
+-- policy: {"hidden_columns": ["people.address"]}
+SELECT (SELECT (address).* LIMIT 1) FROM people
