@@ -621,3 +621,141 @@ SELECT (address).* FROM people
 -- expect: hidden_column
 -- policy: {"hidden_columns": ["people.address"]}
 SELECT (SELECT (address).* LIMIT 1) FROM people
+-- case: more 1: SELECT '' || e FROM employees e
+-- expect: hidden_column
+SELECT '' || e FROM employees e
+-- case: more 2: SELECT (SELECT max(e.salary) FROM (SELECT 1) x) FROM employees e
+-- expect: hidden_column
+SELECT (SELECT max(e.salary) FROM (SELECT 1) x) FROM employees e
+-- case: more 3: SELECT * FROM (SELECT * FROM (SELECT e.email FROM employees e) a) b
+-- expect: hidden_column
+SELECT * FROM (SELECT * FROM (SELECT e.email FROM employees e) a) b
+-- case: more 4: SELECT * FROM employees e, LATERAL ROWS FROM (generate_series(1, e.sal
+-- expect: hidden_column
+SELECT * FROM employees e, LATERAL ROWS FROM (generate_series(1, e.salary::int / 100000)) g
+-- case: more 5: SELECT COALESCE(NULL, e.email) FROM employees e
+-- expect: hidden_column
+SELECT COALESCE(NULL, e.email) FROM employees e
+-- case: more 6: SELECT GREATEST(e.salary) FROM employees e
+-- expect: hidden_column
+SELECT GREATEST(e.salary) FROM employees e
+-- case: more 7: SELECT JSON_ARRAY(SELECT e FROM employees e)
+-- expect: hidden_column
+SELECT JSON_ARRAY(SELECT e FROM employees e)
+-- case: more 8: SELECT JSON_ARRAY(SELECT salary FROM employees)
+-- expect: hidden_column
+SELECT JSON_ARRAY(SELECT salary FROM employees)
+-- case: more 9: SELECT JSON_ARRAYAGG(first_name ORDER BY salary) FROM employees
+-- expect: hidden_column
+SELECT JSON_ARRAYAGG(first_name ORDER BY salary) FROM employees
+-- case: more 10: SELECT JSON_OBJECTAGG(first_name VALUE email) FROM employees
+-- expect: hidden_column
+SELECT JSON_OBJECTAGG(first_name VALUE email) FROM employees
+-- case: more 11: SELECT JSON_SERIALIZE(JSON_OBJECT('a' VALUE email)) FROM customers
+-- expect: hidden_column
+SELECT JSON_SERIALIZE(JSON_OBJECT('a' VALUE email)) FROM customers
+-- case: more 12: SELECT JSON_VALUE(jsonb_build_object('s', 1), '$.s' DEFAULT salary ON 
+-- expect: hidden_column
+SELECT JSON_VALUE(jsonb_build_object('s', 1), '$.s' DEFAULT salary ON EMPTY) FROM employees
+-- case: more 13: SELECT XMLSERIALIZE(CONTENT xmlelement(name a, email) AS text) FROM cu
+-- expect: hidden_column
+SELECT XMLSERIALIZE(CONTENT xmlelement(name a, email) AS text) FROM customers
+-- case: more 14: SELECT array_position(ARRAY[330200.00], salary) FROM employees
+-- expect: hidden_column
+SELECT array_position(ARRAY[330200.00], salary) FROM employees
+-- case: more 15: SELECT count(*) FROM employees e GROUP BY e.*
+-- expect: hidden_column
+SELECT count(*) FROM employees e GROUP BY e.*
+-- case: more 16: SELECT count(*) FROM employees e JOIN LATERAL (SELECT 1) x ON e.salary
+-- expect: hidden_column
+SELECT count(*) FROM employees e JOIN LATERAL (SELECT 1) x ON e.salary > 300000
+-- case: more 17: SELECT count(*) FROM employees e, LATERAL (SELECT WHERE e.salary > 300
+-- expect: hidden_column
+SELECT count(*) FROM employees e, LATERAL (SELECT WHERE e.salary > 300000) x
+-- case: more 18: SELECT e || '' FROM employees e
+-- expect: hidden_column
+SELECT e || '' FROM employees e
+-- case: more 19: SELECT e.first_name FROM employees e ORDER BY e.salary DESC NULLS LAST
+-- expect: hidden_column
+SELECT e.first_name FROM employees e ORDER BY e.salary DESC NULLS LAST LIMIT 1
+-- case: more 20: SELECT e.first_name FROM employees e WHERE e.salary IN (VALUES (330200
+-- expect: hidden_column
+SELECT e.first_name FROM employees e WHERE e.salary IN (VALUES (330200.00))
+-- case: more 21: SELECT first_name FROM employees GROUP BY first_name, email HAVING cou
+-- expect: hidden_column
+SELECT first_name FROM employees GROUP BY first_name, email HAVING count(*) > 0
+-- case: more 22: SELECT first_name FROM employees JOIN (SELECT 330200.00 AS salary) s U
+-- expect: hidden_column
+SELECT first_name FROM employees JOIN (SELECT 330200.00 AS salary) s USING (salary)
+-- case: more 23: SELECT first_name FROM employees NATURAL JOIN (SELECT 330200.00 AS sal
+-- expect: hidden_column
+SELECT first_name FROM employees NATURAL JOIN (SELECT 330200.00 AS salary) s
+-- case: more 24: SELECT first_name FROM employees ORDER BY ROW(salary)
+-- expect: hidden_column
+SELECT first_name FROM employees ORDER BY ROW(salary)
+-- case: more 25: SELECT first_name FROM employees WHERE (SELECT salary FROM (SELECT 1 A
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE (SELECT salary FROM (SELECT 1 AS x) q) > 0
+-- case: more 26: SELECT first_name FROM employees WHERE (employees.*) IS NOT NULL
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE (employees.*) IS NOT NULL
+-- case: more 27: SELECT first_name FROM employees WHERE (salary > 1) IS NOT FALSE
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE (salary > 1) IS NOT FALSE
+-- case: more 28: SELECT first_name FROM employees WHERE CURRENT_DATE > hire_date + (sal
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE CURRENT_DATE > hire_date + (salary::int || ' days')::interval
+-- case: more 29: SELECT first_name FROM employees WHERE JSON_EXISTS(jsonb_build_object(
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE JSON_EXISTS(jsonb_build_object('s', salary), '$.s ? (@ > 300000)')
+-- case: more 30: SELECT first_name FROM employees WHERE demo.public.employees.salary > 
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE demo.public.employees.salary > 0
+-- case: more 31: SELECT first_name FROM employees WHERE email IS JSON OBJECT
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE email IS JSON OBJECT
+-- case: more 32: SELECT first_name FROM employees WHERE email IS NORMALIZED
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE email IS NORMALIZED
+-- case: more 33: SELECT first_name FROM employees WHERE employees.salary > 0 AND EXISTS
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE employees.salary > 0 AND EXISTS (SELECT 1)
+-- case: more 34: SELECT first_name FROM employees WHERE length(salary::text) = 9
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE length(salary::text) = 9
+-- case: more 35: SELECT first_name FROM employees WHERE salary OPERATOR(pg_catalog.>) 1
+-- expect: hidden_column
+SELECT first_name FROM employees WHERE salary OPERATOR(pg_catalog.>) 1
+-- case: more 36: SELECT first_name FROM employees e FULL JOIN (SELECT 330200.00 AS x) s
+-- expect: hidden_column
+SELECT first_name FROM employees e FULL JOIN (SELECT 330200.00 AS x) s ON s.x = e.salary
+-- case: more 37: SELECT first_name FROM employees e ORDER BY (e.salary, 1)
+-- expect: hidden_column
+SELECT first_name FROM employees e ORDER BY (e.salary, 1)
+-- case: more 38: SELECT first_name FROM employees e WHERE (SELECT e.salary > 300000)
+-- expect: hidden_column
+SELECT first_name FROM employees e WHERE (SELECT e.salary > 300000)
+-- case: more 39: SELECT first_name FROM employees e WHERE EXISTS (SELECT FROM regions r
+-- expect: hidden_column
+SELECT first_name FROM employees e WHERE EXISTS (SELECT FROM regions r WHERE r.region_id::numeric = e.salary)
+-- case: more 40: SELECT first_name FROM employees e WHERE e.salary::text ~ '^3'
+-- expect: hidden_column
+SELECT first_name FROM employees e WHERE e.salary::text ~ '^3'
+-- case: more 41: SELECT first_name FROM employees e WHERE e::text LIKE '%330%'
+-- expect: hidden_column
+SELECT first_name FROM employees e WHERE e::text LIKE '%330%'
+-- case: more 42: SELECT first_name FROM employees e, LATERAL (SELECT * FROM (SELECT e.s
+-- expect: hidden_column
+SELECT first_name FROM employees e, LATERAL (SELECT * FROM (SELECT e.salary) a) b
+-- case: more 43: SELECT first_name, GROUPING(email) FROM employees GROUP BY ROLLUP (fir
+-- expect: hidden_column
+SELECT first_name, GROUPING(email) FROM employees GROUP BY ROLLUP (first_name, email)
+-- case: more 44: SELECT jsonb_agg(x) FROM (SELECT first_name, email FROM employees) x
+-- expect: hidden_column
+SELECT jsonb_agg(x) FROM (SELECT first_name, email FROM employees) x
+-- case: more 45: SELECT to_jsonb(x) FROM (SELECT salary FROM employees) x
+-- expect: hidden_column
+SELECT to_jsonb(x) FROM (SELECT salary FROM employees) x
+-- case: more 46: SELECT x FROM (SELECT salary FROM employees) x
+-- expect: hidden_column
+SELECT x FROM (SELECT salary FROM employees) x
