@@ -15,7 +15,9 @@ choose, never just the likeliest one:
 - ``x.y`` may be column ``y`` of range ``x``, field ``y`` of a column ``x``, or, when ``y`` names a function or
   type, the functional notation ``y(x)`` over the whole row (``c.text`` is ``text(c)`` in Postgres);
 - ``*`` over a base table, a column-alias list on it (``employees AS e(i, f, ...)``: positions unknown), and
-  NATURAL over base tables (common columns unknown) read every column of the table.
+  NATURAL over base tables (common columns unknown) read every column of the table. A NATURAL join trusts
+  the other side's output names only when the list is complete (subqueries, VALUES, CTEs without SEARCH or
+  CYCLE); a function in FROM or a join alias with a column list may add or rename columns, so it is not.
 
 Derived tables (subqueries, CTEs, VALUES, functions in FROM) are safe by induction: every base column they
 output is read, and bound, inside them, where it is judged like any other. So a read is always a base
