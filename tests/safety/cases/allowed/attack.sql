@@ -362,3 +362,7 @@ SELECT r.name, count(*) FROM customers c NATURAL JOIN (SELECT region_id, name FR
 SELECT count(*) FROM (SELECT customer_id, segment FROM customers) c NATURAL JOIN (SELECT customer_id, order_id FROM orders) o
 -- case: ordinary 180: WITH t AS (SELECT x AS n FROM (SELECT 1 AS x) s) SELECT count(*) FROM 
 WITH t AS (SELECT x AS n FROM (SELECT 1 AS x) s) SELECT count(*) FROM employees NATURAL JOIN t AS u(m)
+-- case: row type of a table without hidden columns
+SELECT * FROM jsonb_populate_record(NULL::regions, '{"code": "NA"}')
+-- case: ordinary casts
+SELECT o.ordered_at::date, o.total_amount::numeric(12, 2), CAST(o.order_id AS text) FROM orders o LIMIT 3

@@ -759,3 +759,7 @@ SELECT to_jsonb(x) FROM (SELECT salary FROM employees) x
 -- case: more 46: SELECT x FROM (SELECT salary FROM employees) x
 -- expect: hidden_column
 SELECT x FROM (SELECT salary FROM employees) x
+-- case: row type of a hidden table (passed before)
+-- expect: hidden_table
+-- policy: {"hidden_tables": ["employees"]}
+SELECT * FROM jsonb_populate_record(NULL::employees, '{}')
