@@ -23,8 +23,10 @@ Derived tables (subqueries, CTEs, VALUES, functions in FROM) are safe by inducti
 output is read, and bound, inside them, where it is judged like any other. So a read is always a base
 table's column, a base table's whole row, or ``unbound`` (a FROM item this pass does not know), which the
 rules refuse. Over-approximating is the safe direction throughout: a reading that Postgres would not choose
-can only add refusals. CTE names are matched exactly as Postgres does (a quoted ``"Customers"`` is not a
-CTE ``customers``), while base-table names are compared case-insensitively by the rules.
+can only add refusals. One star is no read: ``*`` / ``t.*`` in the select list of a plain EXISTS
+subquery, whose output is never evaluated (``_exists_without_stars``). CTE names are matched exactly as
+Postgres does (a quoted ``"Customers"`` is not a CTE ``customers``), while base-table names are compared
+case-insensitively by the rules.
 
 >>> [(r.table, r.column, r.clause) for r in bind(_parse("SELECT e.s FROM employees AS e(i, s)"))]
 [('employees', None, 'FROM'), ('employees', 'e', 'select list'), ('employees', 's', 'select list')]
@@ -48,6 +50,9 @@ _CLAUSES = {
 # Keys whose values hold only names, never a column reference: not worth walking.
 _NAMES_ONLY = frozenset({"typeName", "funcname", "name", "alias", "collname"})
 _LEAVES = frozenset({"A_Const", "String", "ParamRef", "SQLValueFunction", "A_Star"})
+# Clauses through which a SELECT's own output rows (by name or position) can shape which rows it returns.
+_SHAPES_ROWS = ("groupClause", "havingClause", "distinctClause", "windowClause", "sortClause", "limitCount",
+                "limitOffset", "valuesLists")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +133,8 @@ def bind(stmt: JSON, row_functions: frozenset[str] = WHOLE_ROW_FUNCTIONS,
             continue
         if kind == "A_Indirection" and _field_selection(body, scope, clause, push, out):
             continue
+        if kind == "SubLink" and body.get("subLinkType") == "EXISTS_SUBLINK":
+            body = _exists_without_stars(body)
         if kind in _LEAVES:
             continue
         for key, child in body.items():
@@ -175,6 +182,32 @@ def _select(body: JSON, outer: Scope, push: Any, out: _Out) -> None:
                 _resolve_column(name, scope, clause, out)
             child = _by_input(child, aliases, key)
         push((child, scope, clause))
+
+
+def _exists_without_stars(sublink: JSON) -> JSON:
+    """An EXISTS sublink minus the ``*`` and ``t.*`` items of its subquery's select list, when they are data-free.
+
+    EXISTS asks only whether its subquery returns a row. In a plain SELECT (no set operation, grouping,
+    DISTINCT, window, ORDER BY, LIMIT or OFFSET, which could compare, group or order the star's columns) a
+    star adds no row and raises no error, so its columns reach nothing; every other item and clause is bound.
+    """
+    kind, select = unwrap(sublink.get("subselect"))
+    if kind != "SelectStmt" or select.get("op", "SETOP_NONE") != "SETOP_NONE":
+        return sublink
+    if any(select.get(key) for key in _SHAPES_ROWS):
+        return sublink
+    kept = [t for t in select.get("targetList", ()) if not _is_star(t)]
+    return {**sublink, "subselect": {"SelectStmt": {**select, "targetList": kept}}}
+
+
+def _is_star(target: Any) -> bool:
+    """A select-list item that is exactly ``*`` or ``qualifier.*`` (not ``(x).*``, not an expression over it)."""
+    kind, res = unwrap(target)
+    if kind != "ResTarget" or res.get("name") or res.get("indirection"):
+        return False
+    vkind, val = unwrap(res.get("val"))
+    fields: list[Any] = val.get("fields", []) if vkind == "ColumnRef" else []
+    return bool(fields) and unwrap(fields[-1])[0] == "A_Star"
 
 
 def _aliases(body: JSON) -> frozenset[str]:
