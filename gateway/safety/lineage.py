@@ -15,14 +15,18 @@ choose, never just the likeliest one:
 - ``x.y`` may be column ``y`` of range ``x``, field ``y`` of a column ``x``, or, when ``y`` names a function or
   type, the functional notation ``y(x)`` over the whole row (``c.text`` is ``text(c)`` in Postgres);
 - ``*`` over a base table, a column-alias list on it (``employees AS e(i, f, ...)``: positions unknown), and
-  NATURAL over base tables (common columns unknown) read every column of the table.
+  NATURAL over base tables (common columns unknown) read every column of the table. A NATURAL join trusts
+  the other side's output names only when the list is complete (subqueries, VALUES, CTEs without SEARCH or
+  CYCLE); a function in FROM or a join alias with a column list may add or rename columns, so it is not.
 
 Derived tables (subqueries, CTEs, VALUES, functions in FROM) are safe by induction: every base column they
 output is read, and bound, inside them, where it is judged like any other. So a read is always a base
 table's column, a base table's whole row, or ``unbound`` (a FROM item this pass does not know), which the
 rules refuse. Over-approximating is the safe direction throughout: a reading that Postgres would not choose
-can only add refusals. CTE names are matched exactly as Postgres does (a quoted ``"Customers"`` is not a
-CTE ``customers``), while base-table names are compared case-insensitively by the rules.
+can only add refusals. One star is no read: ``*`` / ``t.*`` in the select list of a plain EXISTS
+subquery, whose output is never evaluated (``_exists_without_stars``). CTE names are matched exactly as
+Postgres does (a quoted ``"Customers"`` is not a CTE ``customers``), while base-table names are compared
+case-insensitively by the rules.
 
 >>> [(r.table, r.column, r.clause) for r in bind(_parse("SELECT e.s FROM employees AS e(i, s)"))]
 [('employees', None, 'FROM'), ('employees', 'e', 'select list'), ('employees', 's', 'select list')]
@@ -46,6 +50,9 @@ _CLAUSES = {
 # Keys whose values hold only names, never a column reference: not worth walking.
 _NAMES_ONLY = frozenset({"typeName", "funcname", "name", "alias", "collname"})
 _LEAVES = frozenset({"A_Const", "String", "ParamRef", "SQLValueFunction", "A_Star"})
+# Clauses through which a SELECT's own output rows (by name or position) can shape which rows it returns.
+_SHAPES_ROWS = ("groupClause", "havingClause", "distinctClause", "windowClause", "sortClause", "limitCount",
+                "limitOffset", "valuesLists")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +87,7 @@ class Range:
     leaves: tuple[Range, ...] = ()  # for a join: every range inside it
     columns: tuple[str, ...] | None = None  # known output names of a derived table (None: unknown)
     watched: bool = False  # a base table (or a join over one) whose reads are kept
+    renamed: bool = False  # a join whose alias has a column list: its leaves' names are not its own
 
     def bases(self) -> list[str]:
         if self.table is not None:
@@ -125,6 +133,8 @@ def bind(stmt: JSON, row_functions: frozenset[str] = WHOLE_ROW_FUNCTIONS,
             continue
         if kind == "A_Indirection" and _field_selection(body, scope, clause, push, out):
             continue
+        if kind == "SubLink" and body.get("subLinkType") == "EXISTS_SUBLINK":
+            body = _exists_without_stars(body)
         if kind in _LEAVES:
             continue
         for key, child in body.items():
@@ -138,8 +148,7 @@ def _select(body: JSON, outer: Scope, push: Any, out: _Out) -> None:
     with_clause = body.get("withClause")
     if with_clause:
         items = [unwrap(c)[1] for c in with_clause.get("ctes", ())]
-        defined = [(c.get("ctename", ""), _renamed(_outputs(c.get("ctequery")), c.get("aliascolnames")))
-                   for c in items]
+        defined = [(c.get("ctename", ""), _cte_columns(c)) for c in items]
         recursive = bool(with_clause.get("recursive"))
         for i, cte in enumerate(items):
             # A CTE sees the ones before it (all of them under RECURSIVE), never itself otherwise: inside
@@ -173,6 +182,32 @@ def _select(body: JSON, outer: Scope, push: Any, out: _Out) -> None:
                 _resolve_column(name, scope, clause, out)
             child = _by_input(child, aliases, key)
         push((child, scope, clause))
+
+
+def _exists_without_stars(sublink: JSON) -> JSON:
+    """An EXISTS sublink minus the ``*`` and ``t.*`` items of its subquery's select list, when they are data-free.
+
+    EXISTS asks only whether its subquery returns a row. In a plain SELECT (no set operation, grouping,
+    DISTINCT, window, ORDER BY, LIMIT or OFFSET, which could compare, group or order the star's columns) a
+    star adds no row and raises no error, so its columns reach nothing; every other item and clause is bound.
+    """
+    kind, select = unwrap(sublink.get("subselect"))
+    if kind != "SelectStmt" or select.get("op", "SETOP_NONE") != "SETOP_NONE":
+        return sublink
+    if any(select.get(key) for key in _SHAPES_ROWS):
+        return sublink
+    kept = [t for t in select.get("targetList", ()) if not _is_star(t)]
+    return {**sublink, "subselect": {"SelectStmt": {**select, "targetList": kept}}}
+
+
+def _is_star(target: Any) -> bool:
+    """A select-list item that is exactly ``*`` or ``qualifier.*`` (not ``(x).*``, not an expression over it)."""
+    kind, res = unwrap(target)
+    if kind != "ResTarget" or res.get("name") or res.get("indirection"):
+        return False
+    vkind, val = unwrap(res.get("val"))
+    fields: list[Any] = val.get("fields", []) if vkind == "ColumnRef" else []
+    return bool(fields) and unwrap(fields[-1])[0] == "A_Star"
 
 
 def _aliases(body: JSON) -> frozenset[str]:
@@ -225,8 +260,10 @@ def _from_item(item: Any, scope: Scope, push: Any, out: _Out) -> Range:
         push((body.get("subquery"), scope, "FROM"))
     elif kind in ("RangeFunction", "RangeTableFunc", "JsonTable"):
         # Its rows come from its arguments, which are bound here like any expression (LATERAL or not).
+        # Its output names stay unknown even with an alias list: the list may rename only the first columns
+        # (ROWS FROM, XMLTABLE and JSON_TABLE columns, WITH ORDINALITY, a record's definition list add more).
         fallback = _function_name(body) if kind == "RangeFunction" else None
-        rng = Range(_names(alias_name or fallback), columns=tuple(names(colnames)) or None)
+        rng = Range(_names(alias_name or fallback))
         for key, child in body.items():
             if key != "alias" and (type(child) is dict or type(child) is list):
                 push((child, scope, "FROM"))
@@ -259,7 +296,8 @@ def _join(body: JSON, scope: Scope, push: Any, out: _Out) -> Range:
             if leaf.table is not None:
                 out.emit(leaf.table, col.casefold(), "JOIN ... USING", f"USING ({col})")
     if body.get("isNatural"):
-        common = _common(_known(left, left_leaves), _known(right, right_leaves))
+        left_known = _known(left, scope.ranges[start:middle])
+        common = _common(left_known, _known(right, scope.ranges[middle:]))
         for leaf in leaves:
             if leaf.table is None:
                 continue
@@ -275,7 +313,8 @@ def _join(body: JSON, scope: Scope, push: Any, out: _Out) -> Range:
             for t in leaf.bases():
                 out.emit(t, None, "FROM", shown)
     watched = any(leaf.watched for leaf in leaves)
-    joined = Range(_names(alias.get("aliasname")), leaves=leaves, watched=watched)
+    joined = Range(_names(alias.get("aliasname")), leaves=leaves, watched=watched,
+                   renamed=bool(alias.get("colnames")))
     scope.ranges.append(joined)
     using_alias = (body.get("join_using_alias") or {}).get("aliasname")
     if using_alias:
@@ -304,8 +343,9 @@ def _resolve(fields: Any, scope: Scope, clause: str, location: int | None, out: 
                 out.emit(rng.table, None, clause, "*", location)
         return
     levels = _levels(scope)
-    if not star:
-        # parts[0] as a column of any base table in any enclosing scope (the rest are field selections).
+    if not star or len(parts) == 1:
+        # parts[0] as a column of any base table in any enclosing scope (the rest are field selections);
+        # ``(address).*`` expands the fields of a composite column.
         for level in levels:
             for rng in level.ranges:
                 if rng.watched and rng.table is not None:
@@ -401,6 +441,13 @@ def _outputs(query: Any) -> tuple[str, ...] | None:
     return tuple(out)
 
 
+def _cte_columns(cte: JSON) -> tuple[str, ...] | None:
+    """A CTE's output names; unknown when SEARCH or CYCLE add columns of their own (``SET email``)."""
+    if cte.get("search_clause") or cte.get("cycle_clause"):
+        return None
+    return _renamed(_outputs(cte.get("ctequery")), cte.get("aliascolnames"))
+
+
 def _renamed(columns: tuple[str, ...] | None, colnames: Any) -> tuple[str, ...] | None:
     new = names(colnames)
     if not new:
@@ -410,14 +457,20 @@ def _renamed(columns: tuple[str, ...] | None, colnames: Any) -> tuple[str, ...] 
     return tuple(new) + columns[len(new):]
 
 
-def _known(rng: Range, leaves: list[Range]) -> tuple[str, ...] | None:
+def _known(rng: Range, ranges: list[Range]) -> tuple[str, ...] | None:
+    """Every output name of one side of a join (``ranges``: all FROM items inside it), or None when any
+    is unknown. The list must be complete: a NATURAL join on a name missing from it would go unseen."""
     if not rng.leaves:
         return rng.columns if rng.table is None else None
     out: list[str] = []
-    for leaf in leaves:
-        if leaf.table is not None or leaf.columns is None:
+    for item in ranges:
+        if item.renamed:
             return None
-        out.extend(leaf.columns)
+        if item.leaves:
+            continue
+        if item.table is not None or item.columns is None:
+            return None
+        out.extend(item.columns)
     return tuple(out)
 
 

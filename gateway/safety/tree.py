@@ -37,6 +37,7 @@ class Tree:
     operators: list[JSON] = field(default_factory=list)  # schema-qualified: OPERATOR(schema.op)
     samples: list[JSON] = field(default_factory=list)  # TABLESAMPLE method(...)
     matches: list[JSON] = field(default_factory=list)  # regular-expression operators: ~ ~* !~ !~* SIMILAR TO
+    types: list[JSON] = field(default_factory=list)  # type names (casts, column definitions): a table's row type
     nodes: int = 0
     max_depth: int = 0
 
@@ -88,6 +89,8 @@ def index(stmt: JSON) -> Tree:
                     tree.matches.append(body)
             elif kind == "RangeTableSample":
                 tree.samples.append(body)
+        elif key == "typeName":
+            tree.types.append(body)  # a plain struct, not a one-key node
         if kind == "SelectStmt" or (not kind and key in _SET_ARMS):
             # A set-operation arm stays at its parent's depth (incremented above only for real SELECTs).
             tree.selects.append(Select(body, depth, scope if scope >= 0 else None))

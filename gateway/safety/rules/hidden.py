@@ -3,9 +3,10 @@
 A hidden column may feed nothing: no output, predicate, join, grouping, ordering, window, function
 argument or cast, in any scope. Every base-table read the lineage pass finds is asked here: a read of a
 hidden column, a read of every column (star, whole row, column-alias list, NATURAL join) of a table that
-has hidden columns, and a reference the pass could not bind are refused. Table and column names are
-compared case-insensitively and a table is matched by its bare name in any schema, which errs on the
-safe side (``"EMAIL"`` and ``public.customers`` are treated as ``email`` and ``customers``).
+has hidden columns, and a reference the pass could not bind are refused. A hidden table is refused
+wherever it appears, as a relation or as a row type (``NULL::secrets`` would show its columns).
+Table and column names are compared case-insensitively and a table is matched by its bare name in any
+schema, which errs on the safe side (``"EMAIL"`` and ``public.customers`` are treated as ``email`` and ``customers``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from gateway.safety.functions import WHOLE_ROW_FUNCTIONS
 from gateway.safety.lineage import bind
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
+from gateway.safety.tree import names
 
 
 def hidden(ctx: Context, policy: Policy) -> Iterator[Finding]:
@@ -68,3 +70,8 @@ def _tables(ctx: Context, policy: Policy) -> Iterator[Finding]:
             shown = f"{schema}.{name}" if schema else name
             yield Finding("hidden_table", f"Table {shown} is hidden by the database's policy.", shown,
                           ctx.position(rel.get("location")))
+    for type_name in ctx.tree.types:
+        parts = [p.casefold() for p in names(type_name.get("names"))]
+        if parts and (parts[-1] in bare or ".".join(parts[-2:]) in full):
+            yield Finding("hidden_table", f"The row type of hidden table {parts[-1]} is refused.", parts[-1],
+                          ctx.position(type_name.get("location")))

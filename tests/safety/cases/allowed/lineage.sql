@@ -109,6 +109,18 @@ SELECT first_name FROM customers TABLESAMPLE SYSTEM (10)
 SELECT v.x, c.first_name FROM (VALUES ('Enterprise')) AS v(x) JOIN customers c ON c.segment = v.x
 -- case: star in exists over a table without hidden columns
 SELECT c.first_name FROM customers c WHERE EXISTS (SELECT * FROM orders o WHERE o.customer_id = c.customer_id)
+-- case: star in exists over a table with hidden columns
+-- EXISTS only asks whether a row comes back: the select list of a plain SELECT under it is never evaluated,
+-- so a star there reads nothing, even over a table with hidden columns (its WHERE is still checked).
+SELECT 1 WHERE EXISTS (SELECT * FROM employees)
+-- case: star in a correlated exists over a table with hidden columns
+SELECT o.order_id FROM orders o WHERE EXISTS (SELECT * FROM customers c WHERE c.customer_id = o.customer_id)
+-- case: qualified star in not exists over a table with hidden columns
+SELECT o.order_id FROM orders o WHERE NOT EXISTS (SELECT c.* FROM customers c WHERE c.customer_id = o.customer_id)
+-- case: star over a join in exists
+SELECT r.name FROM regions r WHERE EXISTS (SELECT * FROM customers c JOIN employees e ON e.region_id = c.region_id WHERE c.region_id = r.region_id)
+-- case: exists with a star in the select list
+SELECT EXISTS (SELECT e.* FROM employees e WHERE e.department = 'Sales') AS has_sales
 -- case: recursive org chart on visible columns
 WITH RECURSIVE chain AS (SELECT employee_id, manager_id, first_name, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, e.manager_id, e.first_name, c.depth + 1 FROM employees e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
 -- case: four-way join

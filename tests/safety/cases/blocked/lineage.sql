@@ -303,9 +303,66 @@ SELECT email FROM customers TABLESAMPLE SYSTEM (10)
 -- case: values joined on a hidden column
 -- expect: hidden_column
 SELECT v.x FROM (VALUES ('a@b.c')) AS v(x) JOIN customers c ON c.email = v.x
--- case: star in exists
+-- case: star in exists with a hidden column in its where
 -- expect: hidden_column
-SELECT 1 WHERE EXISTS (SELECT * FROM employees)
+SELECT 1 WHERE EXISTS (SELECT * FROM employees e WHERE e.salary > 100000)
+-- case: star in exists next to a hidden column in its select list
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT *, salary FROM employees)
+-- case: star in exists with a hidden column in a join condition
+-- expect: hidden_column
+SELECT o.order_id FROM orders o WHERE EXISTS (SELECT * FROM customers c JOIN orders o2 ON o2.customer_id = c.customer_id AND c.email LIKE 'a%' WHERE o2.order_id = o.order_id)
+-- case: star in exists under intersect compares the hidden columns
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT * FROM employees INTERSECT SELECT * FROM employees WHERE employee_id = 1)
+-- case: qualified star in exists under except
+-- expect: hidden_column
+SELECT 1 WHERE NOT EXISTS (SELECT e.* FROM employees e EXCEPT SELECT e.* FROM employees e WHERE e.employee_id > 1)
+-- case: star in exists under union
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT * FROM customers UNION SELECT * FROM customers)
+-- case: star in exists grouped by an ordinal
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT * FROM employees GROUP BY 1)
+-- case: star in exists with having
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT * FROM employees HAVING count(*) > 1)
+-- case: star in exists with distinct
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT DISTINCT * FROM employees)
+-- case: star in exists with distinct on an ordinal
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT DISTINCT ON (5) * FROM employees)
+-- case: star in exists ordered by an ordinal
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT * FROM employees ORDER BY 5 LIMIT 1)
+-- case: star in exists with a window clause
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT * FROM employees WINDOW w AS (ORDER BY 5))
+-- case: star in exists with offset
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT * FROM employees OFFSET 1)
+-- case: star of a derived table inside exists
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT * FROM (SELECT * FROM employees) s WHERE s.first_name = 'Ann')
+-- case: star of a cte inside exists
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (WITH x AS (SELECT * FROM employees) SELECT * FROM x)
+-- case: composite expansion in exists
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT (e).* FROM employees e)
+-- case: star in an array subquery
+-- expect: hidden_column
+SELECT ARRAY(SELECT e.* FROM employees e)
+-- case: star in an in subquery
+-- expect: hidden_column
+SELECT 1 WHERE (1, 'a', 'b', 'c', 1, 1, 1, 'd') IN (SELECT * FROM employees)
+-- case: star in a scalar subquery
+-- expect: hidden_column
+SELECT (SELECT c.* FROM customers c LIMIT 1)
+-- case: star in a scalar subquery inside exists
+-- expect: hidden_column
+SELECT 1 WHERE EXISTS (SELECT (SELECT e.* FROM employees e LIMIT 1))
 -- case: count of a qualified star
 -- expect: hidden_column
 SELECT count(c.*) FROM customers c
