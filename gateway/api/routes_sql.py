@@ -9,6 +9,7 @@ from starlette.responses import Response
 
 from gateway import errors
 from gateway.api.deps import get_state
+from gateway.api.disconnect import cancel_on_disconnect
 from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, SqlRequest, SqlResponse
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
@@ -29,14 +30,18 @@ AUTH = (errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable)  # see g
     response_model=SqlResponse,
     summary="Run a client's SQL on a named database",
     description="Checks the statement (deny by default), then runs exactly that text in a READ ONLY "
-    "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor.",
+    "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor. A client that "
+    "disconnects gets its query cancelled.",
     responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase, errors.SqlBlocked,
-                                errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable),
+                                errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable,
+                                errors.PoolExhausted),
 )
 async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Depends(get_state),
                    principal: Principal = Depends(authorize)) -> Response:
     principal.check_database(body.database)
-    outcome = await run_client_sql(state, body.database, body.sql, body.max_rows, role=principal.pg_role)
+    # A client that leaves gets its query cancelled and its pool connection back within moments.
+    outcome = await cancel_on_disconnect(
+        request, run_client_sql(state, body.database, body.sql, body.max_rows, role=principal.pg_role))
     result = outcome.result
     payload = {
         "database": body.database,

@@ -7,6 +7,7 @@ The text that runs is exactly the text the safety check saw; the row cap is appl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -166,9 +167,9 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget
                                         database=target.name) from exc
             raise _query_error(target.name, exc, by_deadline=budget.by_deadline) from exc
         finally:
-            # A cancelled request (its client left) skips this: asyncpg is sending the server a cancel, and
-            # the pool's release waits for it before resetting the connection.
-            if not _cancelling() and not conn.is_closed() and conn.is_in_transaction():
+            if _cancelling():  # the client left: asyncpg is sending the server a cancel; let it land first
+                await _cancel_landed(conn)
+            if not conn.is_closed() and conn.is_in_transaction():
                 await _rollback_quietly(conn, target)
         executed = time.perf_counter()
     metrics.DB_SECONDS.labels(target.name).observe(executed - acquired)
@@ -222,6 +223,16 @@ async def _acquire(target: Target, timeout: float) -> AsyncIterator[asyncpg.Conn
 def _cancelling() -> bool:
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
+
+
+async def _cancel_landed(conn: asyncpg.Connection) -> None:
+    """Wait (bounded) for asyncpg's cancel request of an interrupted query; without it a ROLLBACK now would
+    find the connection busy. asyncpg has no public call for this; without the private one the pool's
+    release still waits for it, and only logs that it rolled back a transaction."""
+    protocol = getattr(conn, "_protocol", None)
+    if protocol is not None and getattr(protocol, "_is_cancelling", lambda: False)():
+        with contextlib.suppress(Exception):
+            await protocol._wait_for_cancellation(RELEASE_TIMEOUT_S)
 
 
 async def _rollback_quietly(conn: asyncpg.Connection, target: Target) -> None:
