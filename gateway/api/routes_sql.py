@@ -15,6 +15,7 @@ from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
 from gateway.client_sql import check_sql, run_client_sql
+from gateway.execute import values
 from gateway.execute.introspect import introspect
 from gateway.rules import visible_schema
 from gateway.state import GatewayState
@@ -54,7 +55,7 @@ async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Dep
         "request_id": request.state.request_id,
     }
     # Rows are already JSON-ready; skipping response-model validation keeps large results cheap.
-    return Response(json.dumps(payload, ensure_ascii=False, allow_nan=False), media_type="application/json")
+    return Response(values.dumps(payload), media_type="application/json")
 
 
 @router.post(

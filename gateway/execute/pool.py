@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import asyncpg
 
@@ -31,13 +33,26 @@ DISCARD SEQUENCES;
 """
 
 
+# Types decoded by the gateway's own functions so that every value becomes JSON (gateway.execute.values):
+# (type, wire format, decoder).
+_CODECS: tuple[tuple[str, Literal["binary", "tuple", "text"], Callable[[Any], Any]], ...] = (
+    ("json", "text", values.decode_json),
+    ("jsonb", "text", values.decode_json),
+    ("interval", "tuple", values.decode_interval),
+    ("date", "tuple", values.decode_date),
+    ("timestamp", "tuple", values.decode_timestamp),
+    ("timestamptz", "tuple", values.decode_timestamptz),
+    ("time", "tuple", values.decode_time),
+    ("timetz", "tuple", values.decode_timetz),
+    ("pg_lsn", "binary", values.decode_pg_lsn),
+    ("float4", "binary", values.decode_float4),
+)
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
-    await conn.set_type_codec("json", schema="pg_catalog", encoder=json.dumps, decoder=json.loads)
-    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=json.dumps, decoder=json.loads)
-    await conn.set_type_codec(
-        "interval", schema="pg_catalog", encoder=values.encode_interval, decoder=values.decode_interval,
-        format="tuple",
-    )
+    for type_name, wire, decoder in _CODECS:
+        encoder = json.dumps if wire == "text" else values.encode_unused
+        await conn.set_type_codec(type_name, schema="pg_catalog", encoder=encoder, decoder=decoder, format=wire)
 
 
 async def _reset_connection(conn: asyncpg.Connection) -> None:
