@@ -34,24 +34,23 @@ DISCARD SEQUENCES;
 
 
 # Types decoded by the gateway's own functions so that every value becomes JSON (gateway.execute.values):
-# (type, wire format, decoder).
-_CODECS: tuple[tuple[str, Literal["binary", "tuple", "text"], Callable[[Any], Any]], ...] = (
-    ("json", "text", values.decode_json),
-    ("jsonb", "text", values.decode_json),
-    ("interval", "tuple", values.decode_interval),
-    ("date", "tuple", values.decode_date),
-    ("timestamp", "tuple", values.decode_timestamp),
-    ("timestamptz", "tuple", values.decode_timestamptz),
-    ("time", "tuple", values.decode_time),
-    ("timetz", "tuple", values.decode_timetz),
-    ("pg_lsn", "binary", values.decode_pg_lsn),
-    ("float4", "binary", values.decode_float4),
+# (type, wire format, encoder, decoder).
+_CODECS: tuple[tuple[str, Literal["binary", "tuple", "text"], Callable[[Any], Any], Callable[[Any], Any]], ...] = (
+    ("json", "text", json.dumps, values.decode_json),
+    ("jsonb", "text", json.dumps, values.decode_json),
+    ("interval", "tuple", values.encode_interval, values.decode_interval),
+    ("date", "tuple", values.encode_date, values.decode_date),
+    ("timestamp", "tuple", values.encode_timestamp, values.decode_timestamp),
+    ("timestamptz", "tuple", values.encode_timestamp, values.decode_timestamptz),
+    ("time", "tuple", values.encode_time, values.decode_time),
+    ("timetz", "tuple", values.encode_timetz, values.decode_timetz),
+    ("pg_lsn", "binary", values.encode_pg_lsn, values.decode_pg_lsn),
+    ("float4", "binary", values.encode_float4, values.decode_float4),
 )
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
-    for type_name, wire, decoder in _CODECS:
-        encoder = json.dumps if wire == "text" else values.encode_unused
+    for type_name, wire, encoder, decoder in _CODECS:
         await conn.set_type_codec(type_name, schema="pg_catalog", encoder=encoder, decoder=decoder, format=wire)
 
 

@@ -80,7 +80,7 @@ def decode_interval(parts: tuple[int, int, int]) -> Interval:
     return Interval(months, days, microseconds)
 
 
-def encode_interval(value: Interval) -> tuple[int, int, int]:  # pragma: no cover - the gateway never binds
+def encode_interval(value: Interval) -> tuple[int, int, int]:
     return value.months, value.days, value.microseconds
 
 
@@ -161,8 +161,37 @@ def decode_timetz(parts: tuple[int, int]) -> str:
     return _clock(us) + zone
 
 
-def encode_unused(value: Any) -> Any:  # pragma: no cover - the gateway never binds these types
-    raise TypeError("the gateway sends no parameters of this type")
+# Encoders, for the parameters the gateway's own helper queries bind (gateway.execute.samples).
+
+def encode_date(value: dt.date) -> tuple[int]:
+    return (value.toordinal() - _PG_EPOCH_ORDINAL,)
+
+
+def encode_timestamp(value: dt.datetime) -> tuple[int]:
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    delta = value - _PG_EPOCH
+    return ((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds,)
+
+
+def encode_time(value: dt.time) -> tuple[int]:
+    return ((value.hour * 3600 + value.minute * 60 + value.second) * 1_000_000 + value.microsecond,)
+
+
+def encode_timetz(value: dt.time) -> tuple[int, int]:
+    offset = value.utcoffset() or dt.timedelta(0)
+    return encode_time(value)[0], -int(offset.total_seconds())
+
+
+def encode_float4(value: float) -> bytes:
+    return struct.pack("!f", float(value))
+
+
+def encode_pg_lsn(value: str | int) -> bytes:
+    if isinstance(value, str):
+        high, low = value.split("/")
+        value = (int(high, 16) << 32) | int(low, 16)
+    return value.to_bytes(8, "big")
 
 
 # --- other types decoded on the wire ---------------------------------------------------------------------
