@@ -6,8 +6,11 @@ of the time left, so questions fail fast instead of each waiting out timeouts an
 Half-open: after that, exactly one call (the probe) goes through while the others are still refused; its
 success closes the breaker, its failure opens it for another ``open_s``.
 
-An outcome that says nothing about the endpoint (the request's deadline ran out, the call was refused
-by backpressure) neither closes nor opens it: :meth:`release` gives the probe slot back.
+A call that timed out counts as a failure, also when the request's deadline rather than ``llm.timeout_s``
+ended it: an endpoint that accepts calls and never answers must open the breaker. An outcome that says
+nothing about the endpoint (the deadline was spent before the call went out or while it waited for a
+slot, the call was refused by backpressure, the client left) neither closes nor opens it: :meth:`release`
+gives the probe slot back.
 
 >>> b = Breaker(failures=2, open_s=10.0)
 >>> b.allow(now=0.0); b.failed(now=0.0); b.allow(now=0.0); b.failed(now=0.0)

@@ -128,6 +128,19 @@ class ShuttingDown(GatewayError):
     code, status, title, retry_after = "shutting_down", 503, "The gateway is shutting down", 1
 
 
+class PoolExhausted(Overloaded):
+    """Every connection of a target's pool stayed busy for the pool's wait: saturation, not an outage."""
+
+    code, title = "pool_exhausted", "No database connection became free in time"
+
+
+class ClientClosedRequest(GatewayError):
+    """The client disconnected before the answer; its work was cancelled. Never seen by that client, but
+    logged and counted under this code (499, as nginx names it)."""
+
+    code, status, title = "client_closed_request", 499, "The client closed the connection"
+
+
 class LLMNotConfigured(GatewayError):
     code, status, title = "llm_not_configured", 503, "No LLM endpoint is configured"
 

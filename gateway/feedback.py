@@ -29,9 +29,7 @@ from gateway.observability.logging import get_logger
 from gateway.state import GatewayState
 from gateway.store import Store, audit, corrections, examples, feedback
 from gateway.store.feedback import StoredFeedback
-from gateway.store.pool import UNAVAILABLE
-
-STORE_UNAVAILABLE = (*UNAVAILABLE, asyncio.TimeoutError)
+from gateway.store.pool import store_faults
 
 log = get_logger(__name__)
 
@@ -171,18 +169,15 @@ async def submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback,
 
     Two identical submissions racing each other resolve to the one that committed first.
     """
-    try:
+    # The transaction either committed or did not: a store outage leaves nothing half-written, and a
+    # feedback whose commit was cut off is found by the client's retry (feedback is idempotent).
+    with store_faults("the feedback was not recorded, send it again later"):
         try:
             return await _submit(state, item)
         except _Raced:
             existing = await feedback.get(store_of(state).pool, item.request_id, item.client_id)
             assert existing is not None
             return _same_or_conflict(existing, item), False
-    except STORE_UNAVAILABLE as exc:
-        # The transaction either committed or did not: a store outage leaves nothing half-written.
-        raise errors.StoreUnavailable(
-            f"the store database did not answer ({type(exc).__name__}); the feedback was not recorded, send it "
-            "again later") from exc
 
 
 def _same_or_conflict(existing: StoredFeedback, item: FeedbackIn) -> StoredFeedback:

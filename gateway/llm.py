@@ -89,9 +89,11 @@ class LLMClient:
                 except errors.DeadlineExceeded:
                     outcome = "deadline"
                     raise
+                in_flight = False  # a timeout while waiting for a slot says nothing about the endpoint
                 try:
                     async with asyncio.timeout(timeout):
                         async with self._slots.slot():
+                            in_flight = True
                             response = await self.client.chat.completions.create(
                                 model=model, messages=messages,  # type: ignore[arg-type]
                                 temperature=temperature, timeout=timeout,
@@ -103,14 +105,16 @@ class LLMClient:
                     return reply
                 except (openai.APITimeoutError, TimeoutError, openai.APIConnectionError,
                         openai.RateLimitError, openai.InternalServerError) as exc:
-                    outcome = _outcome(exc)
+                    outcome = _outcome(exc) if in_flight or not isinstance(exc, TimeoutError) else "deadline"
                     attempt += 1
                     pause = _backoff(attempt, exc)
                     if attempt > self.settings.max_retries or not _time_left(deadline, pause + MIN_CALL_S) \
                             or self.breaker.is_open:  # other calls found the endpoint down meanwhile
                         error = _give_up(exc, attempt, cut_short=timeout < self.settings.timeout_s)
                         if isinstance(error, errors.DeadlineExceeded):
-                            outcome = "deadline"
+                            # An endpoint that accepted the call and never answered within the budget is
+                            # failing, deadline or not: counted, so a hung endpoint opens the breaker.
+                            outcome = "deadline_in_flight" if in_flight else "deadline"
                         raise error from exc
                     log.info("llm_retry", purpose=purpose, attempt=attempt, error=type(exc).__name__,
                              pause_s=round(pause, 3))
@@ -132,15 +136,16 @@ class LLMClient:
                     raise
         finally:
             self._settle_breaker(outcome)
-            metrics.LLM_CALLS.labels(purpose, outcome).inc()
+            metrics.LLM_CALLS.labels(purpose, "deadline" if outcome == "deadline_in_flight" else outcome).inc()
             metrics.LLM_SECONDS.labels(purpose).observe(time.monotonic() - started)
 
     def _settle_breaker(self, outcome: str) -> None:
         if outcome == "ok":
             self.breaker.succeeded()
-        elif outcome in {"timeout", "rate_limited", "unreachable", "server_error", "rejected", "bad_output"}:
+        elif outcome in {"timeout", "deadline_in_flight", "rate_limited", "unreachable", "server_error", "rejected",
+                         "bad_output"}:
             self.breaker.failed()
-        else:  # the deadline, backpressure or a cancelled request: nothing learnt about the endpoint
+        else:  # a deadline spent before the call, backpressure, a cancelled request: nothing learnt
             self.breaker.release()
 
     def _timeout(self, deadline: float | None) -> float:

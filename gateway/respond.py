@@ -14,11 +14,10 @@ returning as a result (the problem carries the attempts anyway).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gateway.execute import QueryResult
+from gateway.execute import QueryResult, values
 from gateway.validate import Finding
 
 Source = Literal["generation", "reflection", "verified_example"]
@@ -121,10 +120,11 @@ def status_of(chosen: Attempt | None) -> Status:
     return "ok" if chosen.passed and not chosen.findings else "suspicious"
 
 
-def to_json(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, allow_nan=False, default=str)
+def to_json(data: Any) -> bytes:
+    """UTF-8 JSON of an answer, total over every value a query returns (see gateway.execute.values.dumps)."""
+    return values.dumps(data)
 
 
 def sse(event: str, data: Any) -> bytes:
     """One server-sent event; JSON has no raw newlines, so one ``data:`` line suffices."""
-    return f"event: {event}\ndata: {to_json(data)}\n\n".encode()
+    return b"event: " + event.encode() + b"\ndata: " + to_json(data) + b"\n\n"

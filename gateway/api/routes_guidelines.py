@@ -22,6 +22,7 @@ from gateway.feedback import store_of
 from gateway.magic import lifecycle
 from gateway.state import GatewayState
 from gateway.store import guidelines
+from gateway.store.pool import store_faults
 
 # Every route needs a DBA key (see gateway.auth.access.ROUTE_ROLES).
 router = APIRouter(prefix="/v1/guidelines", tags=["guidelines"], dependencies=[Depends(authorize)])
@@ -35,7 +36,8 @@ STORE = (errors.StoreNotConfigured, errors.StoreUnavailable, errors.Unauthorized
 @router.get("", response_model=GuidelineList, summary="List guideline versions",
             responses=openapi_responses(*STORE))
 async def list_guidelines(state: GatewayState = Depends(get_state)) -> GuidelineList:
-    versions = await guidelines.list_all(store_of(state).pool)
+    with store_faults("the versions could not be read"):
+        versions = await guidelines.list_all(store_of(state).pool)
     active = next((v.version for v in versions if v.status == "active"), None)
     return GuidelineList(active=active, versions=[GuidelineSummary(**v.summary()) for v in versions])
 
@@ -43,7 +45,8 @@ async def list_guidelines(state: GatewayState = Depends(get_state)) -> Guideline
 @router.get("/{version}", response_model=GuidelineDetail, summary="One version: text, provenance, evaluation",
             responses=openapi_responses(errors.UnknownGuidelineVersion, *STORE))
 async def get_guideline(version: Version, state: GatewayState = Depends(get_state)) -> GuidelineDetail:
-    return GuidelineDetail(**(await lifecycle.get(store_of(state), version)).as_dict())
+    with store_faults("the version could not be read"):
+        return GuidelineDetail(**(await lifecycle.get(store_of(state), version)).as_dict())
 
 
 @router.post(
@@ -57,7 +60,8 @@ async def get_guideline(version: Version, state: GatewayState = Depends(get_stat
 )
 async def regenerate(body: RegenerateRequest | None = None,
                      state: GatewayState = Depends(get_state)) -> RegenerateResponse:
-    report = await lifecycle.run_regeneration(state, store_of(state), activate=body.activate if body else None)
+    with store_faults("the regeneration did not finish; run it again"):
+        report = await lifecycle.run_regeneration(state, store_of(state), activate=body.activate if body else None)
     return RegenerateResponse(**report.as_dict())
 
 
@@ -71,5 +75,6 @@ async def regenerate(body: RegenerateRequest | None = None,
 )
 async def activate(version: Version, body: ActivateRequest | None = None,
                    state: GatewayState = Depends(get_state)) -> GuidelineDetail:
-    activated = await lifecycle.activate(state, store_of(state), version, force=body.force if body else False)
+    with store_faults("the version was not activated"):
+        activated = await lifecycle.activate(state, store_of(state), version, force=body.force if body else False)
     return GuidelineDetail(**activated.as_dict())

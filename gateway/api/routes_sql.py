@@ -11,12 +11,13 @@ from starlette.responses import Response, StreamingResponse
 
 from gateway import errors
 from gateway.api.deps import get_state
+from gateway.api.disconnect import cancel_on_disconnect
 from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, SqlRequest, SqlResponse
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
 from gateway.client_sql import check_sql, run_client_sql, verdict_view
-from gateway.execute import QueryResult
+from gateway.execute import QueryResult, values
 from gateway.execute.introspect import introspect
 from gateway.rules import visible_schema
 from gateway.state import GatewayState
@@ -34,15 +35,18 @@ AUTH = (errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable)  # see g
     description="Checks the statement (deny by default), then runs exactly that text in a READ ONLY "
     "transaction with local timeouts, fetching at most `max_rows + 1` rows from a cursor. The planner's "
     "estimate is checked first (`cost_too_high`); rows are counted as they arrive (`result_too_large`, and "
-    "`overloaded` when the process's result budget is spent). Large results are streamed.",
+    "`overloaded` when the process's result budget is spent). Large results are streamed. A client that "
+    "disconnects gets its query cancelled.",
     responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase, errors.SqlBlocked,
                                 errors.QueryError, errors.CostTooHigh, errors.ResultTooLarge, errors.StatementTimeout,
-                                errors.Overloaded, errors.DatabaseUnavailable),
+                                errors.Overloaded, errors.PoolExhausted, errors.DatabaseUnavailable),
 )
 async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Depends(get_state),
                    principal: Principal = Depends(authorize)) -> Response:
     principal.check_database(body.database)
-    outcome = await run_client_sql(state, body.database, body.sql, body.max_rows, role=principal.pg_role)
+    # A client that leaves gets its query cancelled and its pool connection back within moments.
+    outcome = await cancel_on_disconnect(
+        request, run_client_sql(state, body.database, body.sql, body.max_rows, role=principal.pg_role))
     result = outcome.result
     head = {
         "database": body.database,
@@ -59,7 +63,7 @@ async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Dep
         return StreamingResponse(_stream_json(head, result, tail), media_type="application/json")
     # Rows are already JSON-ready; skipping response-model validation keeps large results cheap.
     payload = {**head, "rows": result.rows, **tail}
-    return Response(json.dumps(payload, ensure_ascii=False, allow_nan=False), media_type="application/json")
+    return Response(values.dumps(payload), media_type="application/json")
 
 
 STREAM_ABOVE_BYTES = 1024 * 1024
@@ -69,14 +73,14 @@ _CHUNK_BYTES = 128 * 1024
 async def _stream_json(head: dict[str, Any], result: QueryResult, tail: dict[str, Any]) -> AsyncIterator[bytes]:
     """The same JSON as the small-result path, written in chunks: a large result is never copied whole into
     one string. The generator holds ``result``, so its rows stay charged to the result budget until sent."""
-    dump = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
-    yield (dump(head)[:-1] + ', "rows": [').encode()
+    dump = values.dumps  # total, as on the small-result path (lone surrogates, deep JSON)
+    yield dump(head)[:-1] + b', "rows": ['
     rows = result.rows
     per_chunk = max(1, _CHUNK_BYTES * len(rows) // max(result.size_bytes, 1))
     for start in range(0, len(rows), per_chunk):
-        chunk = ", ".join(dump(row) for row in rows[start:start + per_chunk])
-        yield ((", " if start else "") + chunk).encode()
-    yield ("], " + dump(tail)[1:]).encode()
+        chunk = b", ".join(dump(row) for row in rows[start:start + per_chunk])
+        yield (b", " if start else b"") + chunk
+    yield b"], " + dump(tail)[1:]
 
 
 @router.post(

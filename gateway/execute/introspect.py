@@ -11,9 +11,8 @@ from typing import Any
 
 import asyncpg
 
-from gateway import errors
+from gateway.execute import faults
 from gateway.execute.pool import Target
-from gateway.execute.run import UNAVAILABLE
 
 TABLES_SQL = """
 SELECT c.oid, n.nspname AS schema, c.relname AS name,
@@ -108,9 +107,11 @@ async def introspect(target: Target, *, everything: bool = False) -> Schema:
     try:
         async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
             return await introspect_connection(conn, target.name, everything=everything)
-    except UNAVAILABLE as exc:
-        raise errors.DatabaseUnavailable(f"database {target.name!r} is unavailable: {exc}",
-                                         database=target.name) from exc
+    except faults.FAULTS as exc:
+        fault = faults.classify(exc)
+        if fault is None:
+            raise
+        raise faults.database_error(target.name, exc, fault) from exc
 
 
 async def introspect_connection(conn: asyncpg.Connection, database: str, *, everything: bool = False) -> Schema:

@@ -10,6 +10,7 @@ import asyncio
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import asyncpg
 
@@ -37,13 +38,25 @@ DISCARD SEQUENCES;
 """
 
 
+# Types decoded by the gateway's own functions so that every value becomes JSON (gateway.execute.values):
+# (type, wire format, encoder, decoder).
+_CODECS: tuple[tuple[str, Literal["binary", "tuple", "text"], Callable[[Any], Any], Callable[[Any], Any]], ...] = (
+    ("json", "text", json.dumps, values.decode_json),
+    ("jsonb", "text", json.dumps, values.decode_json),
+    ("interval", "tuple", values.encode_interval, values.decode_interval),
+    ("date", "tuple", values.encode_date, values.decode_date),
+    ("timestamp", "tuple", values.encode_timestamp, values.decode_timestamp),
+    ("timestamptz", "tuple", values.encode_timestamp, values.decode_timestamptz),
+    ("time", "tuple", values.encode_time, values.decode_time),
+    ("timetz", "tuple", values.encode_timetz, values.decode_timetz),
+    ("pg_lsn", "binary", values.encode_pg_lsn, values.decode_pg_lsn),
+    ("float4", "binary", values.encode_float4, values.decode_float4),
+)
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
-    await conn.set_type_codec("json", schema="pg_catalog", encoder=json.dumps, decoder=json.loads)
-    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=json.dumps, decoder=json.loads)
-    await conn.set_type_codec(
-        "interval", schema="pg_catalog", encoder=values.encode_interval, decoder=values.decode_interval,
-        format="tuple",
-    )
+    for type_name, wire, encoder, decoder in _CODECS:
+        await conn.set_type_codec(type_name, schema="pg_catalog", encoder=encoder, decoder=decoder, format=wire)
 
 
 async def _reset_connection(conn: asyncpg.Connection) -> None:

@@ -13,10 +13,9 @@ from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
-from gateway import errors
+from gateway.execute import faults
 from gateway.execute.introspect import Schema, introspect_connection
 from gateway.execute.pool import Target
-from gateway.execute.run import UNAVAILABLE
 
 USER_RELATIONS = """
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -91,9 +90,11 @@ async def target_role_facts(target: Target, roles: list[str | None]) -> list[Rol
         async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
             async with conn.transaction(readonly=True):
                 return [await role_facts(conn, target.name, role) for role in roles]
-    except UNAVAILABLE as exc:
-        raise errors.DatabaseUnavailable(f"database {target.name!r} is unavailable: {exc}",
-                                         database=target.name) from exc
+    except faults.FAULTS as exc:
+        fault = faults.classify(exc)
+        if fault is None:
+            raise
+        raise faults.database_error(target.name, exc, fault) from exc
 
 
 async def admin_schema(admin_dsn: str, database: str, password: str | None = None) -> tuple[Schema, str]:

@@ -7,8 +7,11 @@ The text that runs is exactly the text the safety check saw; the row cap is appl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,22 +19,16 @@ import asyncpg
 
 from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.execute import cost, values
+from gateway.execute import cost, faults, values
 from gateway.execute.budget import Lease, fetch_rows
 from gateway.execute.pool import Target
 from gateway.observability import metrics
+from gateway.observability.logging import get_logger
 
-# asyncpg errors that mean "the database is not there", not "your SQL is wrong".
-UNAVAILABLE = (
-    OSError,
-    asyncio.TimeoutError,
-    asyncpg.ConnectionDoesNotExistError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.TooManyConnectionsError,
-    asyncpg.AdminShutdownError,
-    asyncpg.CrashShutdownError,
-    asyncpg.PostgresConnectionError,
-)
+log = get_logger(__name__)
+
+# Kept for the other execute modules' ``except`` clauses; gateway.execute.faults decides what each one is.
+UNAVAILABLE = faults.FAULTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +53,9 @@ class QueryResult:
 # How long past the deadline the client waits for a server that stopped answering (a network cut), on top
 # of the statement_timeout that ends a slow query on the server.
 NET_GRACE_S = 0.5
+# How long returning a connection may take (waiting for a cancelled query's cancel, then the reset) before
+# the pool closes it instead.
+RELEASE_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,25 +104,37 @@ async def run_query(target: Target, sql: str, *, max_rows: int | None = None, ro
     """Execute ``sql`` on ``target`` and return at most ``max_rows`` rows.
 
     Raises :class:`errors.QueryError` (with ``sqlstate``, ``message``, ``position``),
-    :class:`errors.StatementTimeout`, :class:`errors.DatabaseUnavailable` or :class:`errors.DeadlineExceeded`
-    (the request's deadline, :mod:`gateway.deadline`, caps the connection wait and the statement_timeout).
-    A connection-level failure is retried once on a fresh connection: the statement is read-only, so
-    running it again is harmless.
+    :class:`errors.StatementTimeout`, :class:`errors.DatabaseUnavailable` (every driver and socket fault,
+    sorted by :mod:`gateway.execute.faults`), :class:`errors.PoolExhausted` (no connection became free within
+    ``acquire_timeout_s``; never retried) or :class:`errors.DeadlineExceeded` (the request's deadline,
+    :mod:`gateway.deadline`, caps the connection wait and the statement_timeout). A lost connection is
+    retried once on a fresh one: the statement is read-only, so running it again is harmless.
     """
     cap = min(max_rows or target.settings.limits.max_rows, target.settings.limits.max_rows)
     try:
         return await _run_guarded(target, sql, cap, role)
-    except UNAVAILABLE:
-        _raise_if_deadline_spent(target)
+    except faults.FAULTS as exc:
+        _raise_unless_retryable(target, exc)
     try:
         return await _run_guarded(target, sql, cap, role)
-    except UNAVAILABLE as exc:
-        _raise_if_deadline_spent(target)
-        metrics.DB_ERRORS.labels(target.name, errors.DatabaseUnavailable.code).inc()
-        raise errors.DatabaseUnavailable(
-            f"database {target.name!r} is unavailable: {type(exc).__name__}: {exc}".rstrip(": "),
-            database=target.name,
-        ) from exc
+    except faults.FAULTS as exc:
+        _raise_unless_retryable(target, exc)
+        raise _unavailable(target, exc, faults.Fault.UNAVAILABLE) from exc
+
+
+def _raise_unless_retryable(target: Target, exc: BaseException) -> None:
+    """Return when ``exc`` is an outage worth one more try; raise what the client is told otherwise."""
+    _raise_if_deadline_spent(target)
+    fault = faults.classify(exc)
+    if fault is None:
+        raise exc  # not the database's nor the network's: a bug, which the error handler logs as one
+    if fault is not faults.Fault.UNAVAILABLE:  # a refused login or a missing database: retrying cannot help
+        raise _unavailable(target, exc, fault) from exc
+
+
+def _unavailable(target: Target, exc: BaseException, fault: faults.Fault) -> errors.DatabaseUnavailable:
+    metrics.DB_ERRORS.labels(target.name, errors.DatabaseUnavailable.code).inc()
+    return faults.database_error(target.name, exc, fault)
 
 
 def _raise_if_deadline_spent(target: Target) -> None:
@@ -153,7 +165,7 @@ async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget
 
 async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budget: _Budget,
                       lease: Lease, started: float) -> QueryResult:
-    async with target.pool.acquire(timeout=budget.acquire_s) as conn:
+    async with _acquire(target, budget.acquire_s) as conn:
         acquired = time.perf_counter()
         try:
             await conn.execute(_begin_sql(target, role, budget.statement_ms))
@@ -163,20 +175,20 @@ async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budg
             cursor = await stmt.cursor()
             columns = [Column(a.name, a.type.name) for a in attributes]
             rows, truncated = await _fetch(target, cursor, cap, columns, lease)
-        except asyncpg.PostgresError as exc:
-            if isinstance(exc, UNAVAILABLE):
-                raise
-            await _rollback_quietly(conn)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            if faults.classify(exc, connection_closed=conn.is_closed()) is not None:
+                raise  # run_query reports the fault, with this exception chained
+            await _rollback_quietly(conn, target)
+            if isinstance(exc, asyncpg.InterfaceError):
+                # e.g. a statement that expects bind parameters: the client's SQL, not the database, is at fault
+                raise errors.QueryError(str(exc), sqlstate=None, message=str(exc), position=None,
+                                        database=target.name) from exc
             raise target.mask_error(_query_error(target.name, exc, by_deadline=budget.by_deadline)) from exc
-        except asyncpg.InterfaceError as exc:
-            if isinstance(exc, UNAVAILABLE) or conn.is_closed():
-                raise errors.DatabaseUnavailable(f"database {target.name!r}: {exc}", database=target.name) from exc
-            # e.g. a statement that expects bind parameters: the client's SQL, not the database, is at fault
-            raise errors.QueryError(str(exc), sqlstate=None, message=str(exc), position=None,
-                                    database=target.name) from exc
         finally:
-            if conn.is_in_transaction():
-                await _rollback_quietly(conn)
+            if _cancelling():  # the client left: asyncpg is sending the server a cancel; let it land first
+                await _cancel_landed(conn)
+            if not conn.is_closed() and conn.is_in_transaction():
+                await _rollback_quietly(conn, target)
         executed = time.perf_counter()
     metrics.DB_SECONDS.labels(target.name).observe(executed - acquired)
     result = QueryResult(
@@ -199,11 +211,53 @@ async def _prepare(conn: asyncpg.Connection, sql: str) -> asyncpg.prepared_stmt.
     return await conn.prepare(sql, name=False)  # type: ignore[arg-type]
 
 
-async def _rollback_quietly(conn: asyncpg.Connection) -> None:
+@asynccontextmanager
+async def _acquire(target: Target, timeout: float) -> AsyncIterator[asyncpg.Connection]:
+    """A pool connection within ``timeout``; a wait that ends on a busy pool is ``pool_exhausted``."""
+    try:
+        conn = await target.pool.acquire(timeout=timeout)
+    except TimeoutError as exc:
+        if not faults.pool_exhausted(target.pool, target.settings.pool_max_size):
+            raise  # the wait was for a connect: the database's fault, which run_query reports
+        _raise_if_deadline_spent(target)
+        metrics.DB_ERRORS.labels(target.name, errors.PoolExhausted.code).inc()
+        raise errors.PoolExhausted(
+            f"all {target.settings.pool_max_size} connections to {target.name!r} stayed busy for "
+            f"{timeout:.1f} s; retry, or raise databases.{target.name}.pool_max_size "
+            f"(limits.acquire_timeout_s bounds the wait)", database=target.name,
+        ) from exc
+    try:
+        yield conn
+    finally:
+        try:
+            await target.pool.release(conn, timeout=RELEASE_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - never raised over the answer or the original error
+            log.warning("connection_release_failed", database=target.name, error=repr(exc))
+            conn.terminate()
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _cancel_landed(conn: asyncpg.Connection) -> None:
+    """Wait (bounded) for asyncpg's cancel request of an interrupted query; without it a ROLLBACK now would
+    find the connection busy. asyncpg has no public call for this; without the private one the pool's
+    release still waits for it, and only logs that it rolled back a transaction."""
+    protocol = getattr(conn, "_protocol", None)
+    if protocol is not None and getattr(protocol, "_is_cancelling", lambda: False)():
+        with contextlib.suppress(Exception):
+            await protocol._wait_for_cancellation(RELEASE_TIMEOUT_S)
+
+
+async def _rollback_quietly(conn: asyncpg.Connection, target: Target) -> None:
+    """Roll back; on a broken connection log and close it, never raise over the error being reported."""
     try:
         await conn.execute("ROLLBACK")
-    except Exception:  # noqa: BLE001 - the pool's reset or discard deals with a broken connection
-        pass
+    except Exception as exc:  # noqa: BLE001 - the pool discards a closed connection
+        log.info("rollback_failed", database=target.name, error=repr(exc))
+        conn.terminate()
 
 
 # Types whose values are small and fixed-width; everything else is measured.

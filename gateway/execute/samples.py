@@ -11,9 +11,8 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
-from gateway import errors
+from gateway.execute import faults
 from gateway.execute.pool import Target
-from gateway.execute.run import UNAVAILABLE
 
 STATS_SQL = """
 SELECT s.schemaname AS schema, s.tablename AS table, s.attname AS column, s.n_distinct
@@ -45,9 +44,11 @@ async def _read_only(target: Target) -> AsyncIterator[asyncpg.Connection]:
         async with target.pool.acquire(timeout=limits.acquire_timeout_s) as conn, conn.transaction(readonly=True):
             await conn.execute(f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}")
             yield conn
-    except UNAVAILABLE as exc:
-        raise errors.DatabaseUnavailable(f"database {target.name!r} is unavailable: {exc}",
-                                         database=target.name) from exc
+    except faults.FAULTS as exc:
+        fault = faults.classify(exc)
+        if fault is None:
+            raise
+        raise faults.database_error(target.name, exc, fault) from exc
 
 
 async def column_n_distinct(target: Target) -> dict[tuple[str, str, str], float]:

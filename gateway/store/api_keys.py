@@ -7,7 +7,7 @@ from datetime import datetime
 
 import asyncpg
 
-from gateway import errors
+from gateway.execute import faults
 from gateway.store.pool import UNAVAILABLE, Db
 
 
@@ -61,8 +61,11 @@ async def get(db: Db, key_id: str, *, timeout: float | None = None) -> StoredKey
     """The key with this id (revoked or not), or None; ``store_unavailable`` when the store does not answer."""
     try:
         row = await db.fetchrow("SELECT * FROM api_keys WHERE id = $1", key_id, timeout=timeout)
-    except (TimeoutError, *UNAVAILABLE) as exc:
-        raise errors.StoreUnavailable(f"cannot look up the API key: {type(exc).__name__}") from exc
+    except UNAVAILABLE as exc:
+        fault = faults.classify(exc)
+        if fault is None:
+            raise
+        raise faults.store_error(exc, fault, "the API key could not be looked up") from exc
     return _from_row(row) if row else None
 
 

@@ -8,30 +8,38 @@ commit together. A 2xx response is only sent after that transaction committed.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import asyncpg
 
 from gateway import errors
+from gateway.execute import faults
 from gateway.settings import StoreSettings
 from gateway.store.migrate import migrate
 
 # Either the pool or one of its connections: both answer fetch/fetchrow/fetchval/execute.
-Db = asyncpg.Pool | asyncpg.Connection
+Db: TypeAlias = asyncpg.Pool | asyncpg.Connection
 
-# Failures that mean "the store is not reachable", as opposed to a bug in our SQL.
-UNAVAILABLE = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.TooManyConnectionsError,
-    asyncpg.AdminShutdownError,
-    asyncpg.InterfaceError,
-)
+# Failures that may mean "the store is not reachable"; gateway.execute.faults tells them from a bug of ours.
+UNAVAILABLE = faults.FAULTS
+
+
+@contextmanager
+def store_faults(doing: str) -> Iterator[None]:
+    """Turn a store fault inside the block into ``store_unavailable`` (chained; other errors pass).
+
+    ``doing`` ends the detail, telling the client what did not happen ("the feedback was not recorded").
+    """
+    try:
+        yield
+    except faults.FAULTS as exc:
+        fault = faults.classify(exc)
+        if fault is None:
+            raise
+        raise faults.store_error(exc, fault, doing) from exc
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -56,7 +64,10 @@ class Store:
                 init=_init_connection, command_timeout=settings.command_timeout_s,
             )
         except UNAVAILABLE as exc:
-            raise errors.StoreUnavailable(f"cannot connect to the store: {type(exc).__name__}: {exc}") from exc
+            fault = faults.classify(exc)
+            if fault is None:
+                raise
+            raise faults.store_error(exc, fault, f"cannot connect to it: {exc}") from exc
         store = cls(pool)
         if apply_migrations:
             try:

@@ -8,7 +8,8 @@ client, the ``openai`` SDK, its retries and timeouts all run for real. What it a
 >>> llm.add_reply("<sql>SELECT 2</sql>", times=1)  # doctest: +SKIP
 
 Rules are tried in the order they were added; the first that answers wins. A rule returns a string (the
-assistant message), a :class:`Reply` (status code, delay, raw body, usage) or None to pass. Every request
+assistant message), a :class:`Reply` (status code, delay, raw body, usage, or ``hang``: an endpoint that
+accepts the call and never answers) or None to pass. Every request
 is recorded in ``llm.requests`` so that tests can assert on prompts.
 """
 
@@ -40,6 +41,7 @@ class Reply:
     raw_body: str | None = None  # sent verbatim instead of a completion (malformed output tests)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    hang: bool = False  # accept the call and never answer (until the caller gives up and disconnects)
 
 
 @dataclass
@@ -130,6 +132,10 @@ class ScriptedLLM:
             until = time.monotonic() + 120
             while not reply.hold.is_set() and time.monotonic() < until:
                 await asyncio.sleep(0.01)
+        while reply.hang and not await request.is_disconnected():
+            if self._server is not None and self._server.should_exit:
+                break
+            await asyncio.sleep(0.05)
         if reply.raw_body is not None:
             return Response(reply.raw_body, status_code=reply.status, media_type="application/json")
         if reply.status != 200:

@@ -50,7 +50,7 @@ async def test_values_are_serialized_faithfully(client: httpx.AsyncClient) -> No
                9223372036854775807::int8 AS big, true AS flag""")).json()
     row = dict(zip([c["name"] for c in body["columns"]], body["rows"][0], strict=True))
     assert row["n"] == "12345678901234567890.123456789"
-    assert row["nan"] == "nan" and row["f"] == 1.5
+    assert row["nan"] == "NaN" and row["f"] == 1.5  # Postgres's own spelling (docs/values.md)
     assert row["d"] == "2024-02-29"
     assert row["ts"].startswith("2024-01-02T03:04:05.5") and row["ts"].endswith("+00:00")
     assert row["iv"] == "P1Y2M3DT4H5M6.5S"

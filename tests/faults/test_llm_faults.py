@@ -111,3 +111,20 @@ async def test_a_dead_endpoint_answers_llm_unavailable(demo_dsn: str) -> None:
     assert (first.status_code, first.json()["code"]) == (503, "llm_unavailable")
     assert second.json()["breaker"] == "open"
     assert sql.status_code == 200  # the SQL endpoints do not need the LLM
+
+
+async def test_an_endpoint_that_accepts_and_never_answers_opens_the_breaker(demo_dsn: str, llm: ScriptedLLM) -> None:
+    """Each call ends on the request's deadline (shorter than llm.timeout_s): still the endpoint's failure."""
+    llm.default = Reply(hang=True)
+    settings = build_settings(demo_dsn, llm.base_url, server={"request_timeout_s": 0.8},
+                              llm={"timeout_s": 60.0, "max_retries": 0, "breaker_failures": 2,
+                                   "breaker_open_s": 60.0})
+    async with running(settings) as (http, state):
+        hung = [await ask(http) for _ in range(2)]
+        calls_when_opened = len(llm.requests)
+        refused = await ask(http)
+        assert state.llm is not None and state.llm.breaker.state == "open"
+    assert [(r.status_code, r.json()["code"]) for r in hung] == [(504, "deadline_exceeded")] * 2
+    assert calls_when_opened == 2
+    assert (refused.status_code, refused.json()["code"], refused.json()["breaker"]) == (503, "llm_unavailable", "open")
+    assert len(llm.requests) == calls_when_opened  # refused without calling the hung endpoint again
