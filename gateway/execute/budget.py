@@ -83,14 +83,21 @@ def measure(records: list[Any], measured: list[int], fixed_per_row: int) -> int:
 
 
 def _size(value: Any) -> int:
-    if value is None or value is True or value is False:
-        return 0
-    kind = type(value)
-    if kind is list or kind is tuple:
-        return sys.getsizeof(value) + sum(_size(v) for v in value)
-    if kind is dict:
-        return sys.getsizeof(value) + sum(_size(k) + _size(v) for k, v in value.items())
-    return sys.getsizeof(value)
+    """Bytes ``value`` holds; iterative, since a JSON document can nest deeper than Python recurses."""
+    size, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if item is None or item is True or item is False:
+            continue
+        size += sys.getsizeof(item)
+        kind = type(item)
+        if kind is list or kind is tuple:
+            stack.extend(item)
+        elif kind is dict:
+            for k, v in item.items():
+                stack.append(k)
+                stack.append(v)
+    return size
 
 
 async def fetch_rows(cursor: Any, cap: int, *, limit: int, lease: Lease, measured: list[int], fixed_per_row: int,
