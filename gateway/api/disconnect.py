@@ -18,33 +18,38 @@ from typing import TypeVar
 from starlette.requests import Request
 
 from gateway import errors
-from gateway.observability.logging import get_logger
 
 T = TypeVar("T")
-log = get_logger(__name__)
 
 
 async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
-    """The result of ``work``, unless the client disconnects first: then ``work`` is cancelled."""
-    task = asyncio.ensure_future(work)
+    """The result of ``work``, unless the client disconnects first: then ``work`` is cancelled.
+
+    ``work`` runs in the request's own task, so what it binds to the log context reaches the request log.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    left = False
+
+    def client_left(watcher: asyncio.Future[None]) -> None:
+        nonlocal left
+        if _really_gone(watcher):
+            left = True
+            task.cancel()
+
     gone = asyncio.ensure_future(_disconnected(request))
+    gone.add_done_callback(client_left)
     try:
-        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:  # the server itself cancelled the request (e.g. shutting down)
-        task.cancel()
-        gone.cancel()
-        raise
-    if task.done() or not _really_gone(gone):
-        gone.cancel()
-        return await task
-    task.cancel()
-    try:
-        await task
+        return await work
     except asyncio.CancelledError:
-        pass
-    except Exception as exc:  # noqa: BLE001 - nobody is left to tell; the cancellation is what matters
-        log.info("work_after_disconnect_failed", error=repr(exc))
-    raise errors.ClientClosedRequest("the client disconnected before the answer; its query was cancelled")
+        if not left:
+            raise  # the server itself cancelled the request (e.g. shutting down)
+        task.uncancel()
+        raise errors.ClientClosedRequest(
+            "the client disconnected before the answer; its query was cancelled") from None
+    finally:
+        gone.remove_done_callback(client_left)
+        gone.cancel()
 
 
 def _really_gone(gone: asyncio.Future[None]) -> bool:
