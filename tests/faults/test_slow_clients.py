@@ -73,7 +73,13 @@ class Dripper:
                     await writer.drain()
                 await asyncio.wait({reading}, timeout=DRIP_EVERY_S)
             first = await asyncio.wait_for(reading, timeout=10)
-            self.answer = first + await asyncio.wait_for(reader.read(), timeout=10)  # read() ends at EOF
+            try:
+                rest = await asyncio.wait_for(reader.read(), timeout=10)  # read() ends at EOF
+            except ConnectionResetError:
+                # The server closed after its answer while a byte of ours was still on the way: the kernel
+                # answers that byte with a reset. The answer itself was already read.
+                rest = b""
+            self.answer = first + rest
             self.closed = True  # the server closed the connection after its answer
         finally:
             reading.cancel()
