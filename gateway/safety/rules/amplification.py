@@ -27,7 +27,7 @@ from gateway.safety.functions import AGGREGATES
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
 from gateway.safety.rules.generate_series import series_rows
-from gateway.safety.tree import names, unwrap
+from gateway.safety.tree import descend, names, unwrap
 
 AMPLIFIERS = frozenset({"repeat", "lpad", "rpad", "array_fill", "format"})
 
@@ -160,16 +160,7 @@ def _name(call: dict[str, Any]) -> str:
 
 
 def _calls_under(args: Any) -> Iterator[dict[str, Any]]:
-    stack = [args]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, dict):
-            kind, body = unwrap(value)
-            if kind == "FuncCall":
-                yield body
-            stack.extend(v for v in (body or value).values() if isinstance(v, (dict, list)))
+    return (body for kind, body in descend(args) if kind == "FuncCall")
 
 
 def _elements(dims: Any) -> float:
