@@ -1,8 +1,8 @@
 """Cartesian products: several relations in one FROM with no predicate linking them.
 
-A FROM item counts unless it cannot multiply rows by much: a function in FROM (``unnest``,
-``jsonb_array_elements``, ``generate_series`` - bounded by its own rule), a LATERAL subquery (correlated
-with its left side), or a relation that yields one row (``VALUES`` with one row, an aggregate without
+A FROM item counts unless it cannot multiply rows by much: a function in FROM whose arguments read a
+column (``unnest(o.items)``: it expands each row of its side), a LATERAL subquery (correlated with its
+left side), or a relation that yields one row (``VALUES`` with one row, an aggregate without
 GROUP BY, ``LIMIT 1``, also through a CTE). The rest must be linked, through ``JOIN ... ON/USING`` or
 WHERE conjuncts that relate them: a join whose ON is constant, touches one side only or relates the sides
 only by ``<>`` is a cartesian product too, and so is a WHERE conjunct of that kind (range joins relate
@@ -32,8 +32,8 @@ def cartesian(ctx: Context, policy: Policy) -> Iterator[Finding]:
         for node in select.body.get("fromClause", ()):
             _flatten(node, items, predicates)
         items = [i for i in items if not _exempt(i, one_row_ctes)]
-        if len(items) < 2:
-            continue
+        if len(items) < 2 or all(unwrap(i)[0] in _FUNCTIONS for i in items):
+            continue  # functions with constant arguments alone: their product is generate_series's rule's
         groups = _link(items, predicates)
         if len(groups) > 1:
             shown = " x ".join(sorted("/".join(sorted(g)) or "?" for g in groups))
@@ -65,10 +65,15 @@ def _is_cross(join: JSON) -> bool:
     return len(_link_groups(sides, [quals])) > 1
 
 
+_FUNCTIONS = ("RangeFunction", "RangeTableFunc", "JsonTable")
+
+
 def _exempt(node: object, one_row_ctes: set[str]) -> bool:
     kind, body = unwrap(node)
-    if kind in ("RangeFunction", "RangeTableFunc", "JsonTable"):
-        return True
+    if kind in _FUNCTIONS:
+        # Correlated (``unnest(o.items)``, ``jsonb_array_elements(t.data)``) it expands each row of its left
+        # side; with constant arguments (``generate_series(1, 8000)``) it multiplies the other items.
+        return any(k == "ColumnRef" for k, _ in descend(body))
     if kind == "RangeSubselect":
         return bool(body.get("lateral")) or _one_row(unwrap(body.get("subquery"))[1])
     if kind == "RangeVar":
@@ -101,6 +106,9 @@ def _names_of(node: object) -> set[str]:
             out.add(body.get("alias", {}).get("aliasname") or body.get("relname", ""))
         elif kind in ("RangeSubselect", "RangeFunction", "JoinExpr") and body.get("alias"):
             out.add(body["alias"].get("aliasname", ""))
+        elif kind == "RangeFunction":  # unaliased: its columns are qualified by the function's name
+            out.update(names(call.get("funcname"))[-1] for k, call in descend(body.get("functions"))
+                       if k == "FuncCall" and names(call.get("funcname")))
     return out
 
 

@@ -67,3 +67,11 @@ SELECT array_agg(g) FROM generate_series(1, 1000) g
 SELECT c.name, l.last FROM customers c LEFT JOIN LATERAL (SELECT max(ordered_at) AS last FROM orders o WHERE o.customer_id = c.customer_id) l ON true
 -- case: join to a one-row aggregate on true
 SELECT o.order_id, o.total_amount / t.total FROM orders o JOIN (SELECT sum(total_amount) AS total FROM orders) t ON true
+-- case: a series joined to a table by a predicate
+SELECT g, count(o.order_id) FROM generate_series(1, 12) g LEFT JOIN orders o ON extract(month FROM o.ordered_at) = g GROUP BY g
+-- case: an unaliased series linked by its function name
+SELECT count(*) FROM orders o JOIN generate_series(1, 12) ON extract(month FROM o.ordered_at) = generate_series
+-- case: a correlated unnest in FROM
+SELECT o.order_id, x FROM orders o, unnest(ARRAY[o.order_id, o.customer_id]) AS u(x)
+-- case: a correlated set-returning function joined on true
+SELECT e.key FROM events ev CROSS JOIN LATERAL jsonb_each(ev.payload) AS e

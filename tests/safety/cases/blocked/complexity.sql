@@ -102,3 +102,15 @@ SELECT count(*) FROM orders a JOIN orders b ON a.order_id = a.order_id
 -- case: cross product of two subqueries joined on a constant
 -- expect: cartesian_product
 SELECT count(*) FROM (SELECT * FROM orders) a JOIN (SELECT * FROM orders) b ON 1 = 1
+-- case: a table joined to a constant generate_series under json_agg
+-- expect: cartesian_product
+SELECT json_agg(to_json(t)) FROM orders t JOIN generate_series(1, 8000) g ON true
+-- case: a table comma-joined to a constant generate_series
+-- expect: cartesian_product
+SELECT count(*) FROM orders o, generate_series(1, 8000) g
+-- case: a table cross-joined to a constant unnest
+-- expect: cartesian_product
+SELECT count(*) FROM orders o CROSS JOIN unnest(ARRAY[1, 2, 3]) AS u(x)
+-- case: an unaliased constant series joined on a constant
+-- expect: cartesian_product
+SELECT count(*) FROM products p JOIN generate_series(1, 5000) ON 1 = 1
