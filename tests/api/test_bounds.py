@@ -45,10 +45,11 @@ async def sql(http: httpx.AsyncClient, text: str) -> httpx.Response:
 # -- the cost gate ---------------------------------------------------------------------------------------
 
 async def test_cost_gate_refuses_what_the_planner_sees_before_running_it(demo_dsn: str) -> None:
-    # Statically fine (a lateral function of a million rows), but 20,000 orders times a million: the planner
-    # knows. statement_timeout is 1.5 s: had it run, the answer would be a 504, not this 422.
+    # Statically fine (a range join relates the two sides), but every order against every later order's
+    # items: the planner knows. statement_timeout is 1.5 s: had it run, the answer would be a 504, not this 422.
     async with gateway(demo_dsn, statement_timeout_ms=1500) as (http, _):
-        response = await sql(http, "SELECT count(*) FROM orders o CROSS JOIN LATERAL generate_series(1, 1000000) g")
+        response = await sql(http, "SELECT count(*) FROM orders o JOIN order_items i ON i.order_id > o.order_id "
+                                   "JOIN payments p ON p.order_id > i.order_id")
     assert response.status_code == 422, response.text
     problem = response.json()
     assert problem["code"] == "cost_too_high"
