@@ -29,14 +29,16 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package, run as a script
+from bench.processes import in_own_process  # noqa: E402
 from gateway import prompts
 from gateway.api.app import create_app
 from gateway.context import build_context
@@ -80,18 +82,9 @@ def _serve_llm(delay_s: float, conn: multiprocessing.connection.Connection) -> N
     llm.stop()
 
 
-@contextmanager
-def scripted_llm(delay_s: float) -> Iterator[str]:
+def scripted_llm(delay_s: float) -> AbstractContextManager[str]:
     """A scripted LLM in its own process (it must not compete with the gateway for the GIL)."""
-    ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe()
-    process = ctx.Process(target=_serve_llm, args=(delay_s, child), daemon=True)
-    process.start()
-    try:
-        yield parent.recv()
-    finally:
-        parent.send("stop")
-        process.join(timeout=10)
+    return in_own_process(_serve_llm, delay_s)
 
 
 def _stats(samples: list[float]) -> tuple[float, float]:

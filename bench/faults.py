@@ -33,13 +33,15 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import asyncpg
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package, run as a script
+from bench.processes import in_own_process  # noqa: E402
 from gateway.auth import new_token
 from gateway.demo.embedded import EmbeddedPostgres
 from gateway.demo.generator import derive_dsn, ensure_demo_database
@@ -86,17 +88,8 @@ def _serve_llm(conn: multiprocessing.connection.Connection) -> None:
     llm.stop()
 
 
-@contextmanager
-def scripted_llm() -> Iterator[str]:
-    ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe()
-    process = ctx.Process(target=_serve_llm, args=(child,), daemon=True)
-    process.start()
-    try:
-        yield parent.recv()
-    finally:
-        parent.send("stop")
-        process.join(timeout=10)
+def scripted_llm() -> AbstractContextManager[str]:
+    return in_own_process(_serve_llm)
 
 
 @contextmanager

@@ -29,12 +29,14 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AbstractContextManager, AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package, run as a script
+from bench.processes import in_own_process  # noqa: E402
 from gateway.demo.embedded import EmbeddedPostgres
 from gateway.demo.generator import ensure_demo_database
 from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
@@ -75,17 +77,8 @@ def _serve_llm(low: float, high: float, conn: multiprocessing.connection.Connect
     llm.stop()
 
 
-@contextmanager
-def scripted_llm(low: float, high: float) -> Iterator[str]:
-    ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe()
-    process = ctx.Process(target=_serve_llm, args=(low, high, child), daemon=True)
-    process.start()
-    try:
-        yield parent.recv()
-    finally:
-        parent.send("stop")
-        process.join(timeout=10)
+def scripted_llm(low: float, high: float) -> AbstractContextManager[str]:
+    return in_own_process(_serve_llm, low, high)
 
 
 # --- the gateway as a real server process -----------------------------------------------------------------

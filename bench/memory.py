@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.overhead import free_port  # noqa: E402
+from bench.processes import wait_healthy  # noqa: E402
 from gateway.demo.embedded import EmbeddedPostgres  # noqa: E402
 from gateway.demo.generator import ensure_demo_database  # noqa: E402
 
@@ -94,16 +95,7 @@ def main() -> None:
                 env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             base_url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(base_url + "/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("gateway did not start")
-                time.sleep(0.1)
+            wait_healthy(base_url)
             # Warm up: one small query, so that imports, pools and caches are in the baseline.
             httpx.post(base_url + "/v1/sql", json={"database": "demo", "sql": "SELECT 1"}, timeout=30)
             baseline = rss_kb(proc.pid, "VmRSS") / 1024

@@ -35,6 +35,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.processes import wait_healthy  # noqa: E402
 from gateway import safety  # noqa: E402
 from gateway.demo.embedded import EmbeddedPostgres  # noqa: E402
 from gateway.demo.generator import ensure_demo_database  # noqa: E402
@@ -165,16 +166,7 @@ def main() -> None:
                 env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             base_url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if httpx.get(base_url + "/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SystemExit("gateway did not start")
-                time.sleep(0.1)
+            wait_healthy(base_url)
             mode = "every statement new (--unique)" if args.unique else "repeated statements (dashboards)"
             print(f"{args.rounds} interleaved rounds per query, {mode}; times in ms; 2-core shared machine\n")
             report(asyncio.run(measure(dsn, base_url, args.rounds, args.unique)))
