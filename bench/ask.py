@@ -39,12 +39,12 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` as a package, run as a script
 from bench.processes import in_own_process  # noqa: E402
-from gateway import prompts
 from gateway.api.app import create_app
 from gateway.context import build_context
 from gateway.demo.embedded import EmbeddedPostgres
 from gateway.demo.generator import ensure_demo_database
 from gateway.observability.logging import configure_logging
+from gateway.pipeline import prompts
 from gateway.settings import AskPolicy, DatabaseSettings, Limits, LLMSettings, Settings
 from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
 

@@ -226,22 +226,21 @@ def schema(
     name: Annotated[str, typer.Argument(help="A configured database name.")],
     config: ConfigOption = None,
 ) -> None:
-    """Print the introspected schema of a configured database as JSON."""
+    """Print the schema of a configured database as JSON: what its rules leave visible, as clients see it."""
     settings = _settings(config)
     if settings.database(name) is None:
         typer.echo(f"unknown database {name!r}; configured: {', '.join(sorted(settings.databases)) or 'none'}",
                    err=True)
         raise typer.Exit(2)
     from gateway import errors
-    from gateway.execute import Targets
-    from gateway.execute.introspect import introspect
+    from gateway.service import Gateway
+
+    only = settings.model_copy(update={"databases": {name: settings.databases[name]},
+                                       "magic": settings.magic.model_copy(update={"schedule": False})})
 
     async def run() -> dict[str, Any]:
-        targets = await Targets.open(settings.model_copy(update={"databases": {name: settings.databases[name]}}))
-        try:
-            return (await introspect(targets.by_name[name])).as_dict()
-        finally:
-            await targets.close()
+        async with Gateway(only) as gateway:
+            return await gateway.schema(name)
 
     try:
         typer.echo(json.dumps(asyncio.run(run()), indent=2, default=str))

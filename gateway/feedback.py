@@ -63,7 +63,7 @@ def client_id(header: str | None, key_id: str | None = None) -> str:
 
 
 async def audit_answer(state: GatewayState, answer: Any, evidence: str | None = None) -> None:
-    """Record an answer (a :class:`gateway.respond.Answer`) in the store; no-op without a store.
+    """Record an answer (a :class:`gateway.pipeline.respond.Answer`) in the store; no-op without a store.
 
     Best effort: a store outage costs the answer its audit row (feedback on it then answers
     ``unknown_request``), never the answer itself.

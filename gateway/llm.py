@@ -240,7 +240,7 @@ def is_configured(settings: LLMSettings) -> bool:
 
 @asynccontextmanager
 async def open_llm(settings: LLMSettings) -> AsyncIterator[LLMClient | None]:
-    """The lifespan's LLM client, or None when no endpoint is configured (``/v1/ask`` then answers
+    """The Gateway's LLM client, or None when no endpoint is configured (``/v1/ask`` then answers
     ``llm_not_configured``; the SQL endpoints do not need an LLM)."""
     if not is_configured(settings):
         yield None

@@ -4,7 +4,7 @@ A Postgres message or hint can name a hidden column ("Perhaps you meant to refer
 "employees.salary"") and a safety finding names what it refused; neither may reach a client, a log line
 or a prompt. Database errors are masked where they become gateway errors (``gateway.execute.run`` through
 :meth:`gateway.execute.pool.Target.mask_error`, installed per database by :func:`install`), safety
-findings where they become a refusal (``gateway.client_sql``, ``gateway.ask``); traces, SSE events and
+findings where they become a refusal (``gateway.client_sql``, ``gateway.pipeline``); traces, SSE events and
 reflection prompts are built from those, so they carry masked text too.
 
 >>> names = hidden_names_of(frozenset({"employees.salary"}), frozenset())

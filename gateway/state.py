@@ -1,6 +1,6 @@
-"""What the running gateway holds: settings and the resources the app's lifespan opened.
+"""What the running gateway holds: settings and the resources the Gateway (gateway.service) opened.
 
-One instance lives on ``app.state.gateway``; stages receive it (or the part they need) as an argument.
+One instance per open Gateway (``Gateway.state``); stages receive it (or the part they need) as an argument.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from gateway.auth import Authenticator
     from gateway.backpressure import RateLimits
     from gateway.llm import LLMClient
+    from gateway.pipeline.tally import Tally
     from gateway.store import Store
 
 
@@ -46,6 +47,8 @@ class GatewayState:
     auth: Authenticator | None = None
     # Per-key (or per-address) token buckets, in memory per replica; see gateway.backpressure.
     rate_limits: RateLimits | None = None
+    # Running totals behind the first- and final-pass ratio gauges (set in __post_init__).
+    tally: Tally = None  # type: ignore[assignment]
     # Later capabilities (LLM client, rules, store ...) hang their resources here by name.
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -54,6 +57,10 @@ class GatewayState:
             self.guidelines = FileGuidelineSource(self.settings.guidelines_dir)
         if self.schemas is None:
             self.schemas = SchemaCache(self.settings.context)
+        if self.tally is None:
+            from gateway.pipeline.tally import Tally
+
+            self.tally = Tally()
 
     def target(self, name: str) -> Target:
         target = self.targets.get(name)

@@ -55,3 +55,35 @@ def test_safety_public_surface_is_small_and_sorted() -> None:
 
     assert safety.__all__ == sorted(safety.__all__)
     assert {"check", "Policy", "Verdict", "Finding"} <= set(safety.__all__)
+
+
+def test_only_the_http_app_enters_its_lifespan_and_every_adapter_opens_a_gateway() -> None:
+    """One assembly of resources: ``gateway.service.Gateway``. The HTTP app is one adapter over it; the CLI,
+    eval and MCP open a Gateway rather than the app (only ``serve`` builds the app, to serve it)."""
+    for path in modules():
+        rel = path.relative_to(PACKAGE)
+        text = path.read_text()
+        if rel.parts[0] != "api":
+            assert "lifespan_context" not in text, f"{rel} enters the HTTP app's lifespan: open a Gateway"
+            built_app = "gateway.api.app" in imports(path)
+            assert not built_app or rel == Path("cli.py"), f"{rel} builds the HTTP app: open a Gateway"
+    opened = {str(p.relative_to(PACKAGE)) for p in modules() if "Gateway(" in p.read_text()}
+    assert {"api/app.py", "eval/pipeline.py", "magic/cli.py"} <= opened, opened
+    # Resources are opened in one place: no other module opens the LLM client, and target pools only where a
+    # DBA tool reads the whole catalog (`init`'s grants, `rules check`), which a Gateway never shows.
+    for path in modules():
+        rel = str(path.relative_to(PACKAGE))
+        if rel not in {"service.py", "execute/pool.py", "execute/__init__.py", "llm.py", "cli.py", "rules/cli.py"}:
+            text = path.read_text()
+            assert "Targets.open(" not in text and "open_llm(" not in text, f"{rel} assembles resources"
+
+
+def test_pipeline_stages_live_in_one_package_in_order() -> None:
+    import gateway.pipeline as pipeline
+
+    stages = ["question", "generate", "check", "execute", "validate", "reflect", "respond"]
+    for stage in stages:
+        assert (PACKAGE / "pipeline" / f"{stage}.py").exists(), stage
+    doc = pipeline.__doc__ or ""
+    positions = [doc.index(f"gateway.pipeline.{stage}") for stage in stages]
+    assert positions == sorted(positions), "the package docstring lists the stages in the order they run"

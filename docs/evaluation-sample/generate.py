@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gateway import prompts
+from gateway.pipeline import prompts
 from gateway.demo.embedded import EmbeddedPostgres
 from gateway.demo.generator import ensure_demo_database
 from gateway.eval.questions import load_questions, shipped

@@ -1,17 +1,17 @@
-"""``create_app()``: the FastAPI application, with a lifespan that owns every resource.
+"""``create_app()``: the FastAPI application, an HTTP adapter over :class:`gateway.service.Gateway`.
 
-The lifespan opens one pool per target database (and each capability's resources, one explicit line
-each) and hands them to routes as typed state (``app.state.gateway``); nothing is opened at import time.
+The lifespan opens the Gateway (pools, store, LLM client, rules, caches) and hands it to routes as typed
+state (``app.state.service``, its resources on ``app.state.gateway``); nothing is opened at import time.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
-from gateway import __version__, masking, safety
+from gateway import __version__
 from gateway.api import (
     docs,
     problems,
@@ -26,19 +26,12 @@ from gateway.api.limits import rate_limit
 from gateway.api.middleware import Drain, GatewayMiddleware
 from gateway.api.models import Problem
 from gateway.api.problems import PROBLEM_JSON
-from gateway.auth import Authenticator, check_exposure
+from gateway.auth import check_exposure
 from gateway.auth.access import authorize
-from gateway.backpressure import RateLimits, Strangers
-from gateway.execute import Targets
-from gateway.llm import open_llm
-from gateway.magic.lifespan import open_feedback_store
-from gateway.observability.logging import configure_logging, get_logger
-from gateway.rules import RulesRegistry
-from gateway.rules.grants import report_privileges
+from gateway.backpressure import Strangers
+from gateway.observability.logging import configure_logging
+from gateway.service import Gateway
 from gateway.settings import Settings, load_settings
-from gateway.state import GatewayState
-
-log = get_logger(__name__)
 
 DESCRIPTION = """
 A read-only SQL gateway between natural-language clients and PostgreSQL.
@@ -55,24 +48,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_exposure(settings)  # without API keys only loopback; with them a store to keep them in
-        async with AsyncExitStack() as stack:
-            # Parsers build caches on first use; pay that at start-up, not on the first client's request.
-            safety.check("WITH w AS (SELECT 1 AS x) SELECT count(*) FROM w JOIN w v ON v.x = w.x")
-            targets = await Targets.open(settings)
-            stack.push_async_callback(targets.close)
-            state = GatewayState(settings=settings, targets=targets)
-            app.state.gateway = state
-            state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
-            masking.install(state)  # database errors lose hidden names where they become gateway errors
-            state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
-            state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
-            # None when no endpoint is configured: /v1/ask then answers llm_not_configured
-            state.llm = await stack.enter_async_context(open_llm(settings.llm))
-            await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
-            await report_privileges(state)  # a role that can read hidden columns or write: log, metric, /readyz
-            log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
+        async with Gateway(settings) as gw:
+            app.state.service = gw  # routes and the MCP endpoint are adapters over it
+            app.state.gateway = gw.state  # what the stages take (see gateway.api.deps)
             yield
-            log.info("gateway_stopping")
 
     app = FastAPI(
         title="nl2sql-gateway",

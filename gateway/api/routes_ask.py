@@ -14,13 +14,13 @@ from gateway import errors
 from gateway.api.deps import get_state
 from gateway.api.models import AskRequest, AskResponse
 from gateway.api.problems import openapi_responses, problem_response
-from gateway.ask import Question, ask, ask_events, corrections_of, llm_for
 from gateway.auth import Principal
 from gateway.auth.access import authorize
 from gateway.corrections import hand_over
 from gateway.feedback import audit_answer
 from gateway.observability.logging import get_logger
-from gateway.respond import Answer, sse, to_json
+from gateway.pipeline import Question, ask, ask_events, corrections_of, llm_for
+from gateway.pipeline.respond import Answer, sse, to_json
 from gateway.state import GatewayState
 
 router = APIRouter(prefix="/v1", tags=["ask"])

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter, Depends
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import JSONResponse, Response
 
-from gateway.api.deps import get_state
+from gateway.api.deps import get_gateway, get_state
 from gateway.observability import metrics
-from gateway.rules.grants import PrivilegeReport, report_privileges
+from gateway.service import Gateway
 from gateway.state import GatewayState
 
 router = APIRouter(tags=["operations"])
@@ -32,25 +30,9 @@ async def healthz() -> dict[str, str]:
     responses={503: {"description": "At least one database does not answer (or fails its privilege check), "
                                     "or none is configured."}},
 )
-async def readyz(state: GatewayState = Depends(get_state)) -> Response:
-    targets = list(state.targets.by_name.values())
-    if not targets:  # serving nothing is not being ready
-        return JSONResponse({"status": "unavailable", "databases": {},
-                             "detail": "no database is configured: add a [databases.NAME] table with a dsn"},
-                            status_code=503)
-    answers = await asyncio.gather(*(t.ping(timeout=1.0) for t in targets))
-    results = {t.name: answer for t, answer in zip(targets, answers, strict=True)}
-    ready = all(v == "ok" for v in results.values())
-    report = state.extras.get("privileges")
-    if report is None or report.stale():
-        report = await report_privileges(state, log_each=False)  # bounded per database
-    if report is None:
-        report = PrivilegeReport()
-    privileges = {t.name: report.details(t.name) for t in targets if t.settings.privilege_check != "off"}
-    failing = [t.name for t in targets if t.settings.privilege_check == "fail" and privileges[t.name]]
-    ready = ready and not failing
-    return JSONResponse({"status": "ok" if ready else "unavailable", "databases": results,
-                         "privileges": privileges}, status_code=200 if ready else 503)
+async def readyz(gateway: Gateway = Depends(get_gateway)) -> Response:
+    ready, report = await gateway.readiness()
+    return JSONResponse(report, status_code=200 if ready else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)

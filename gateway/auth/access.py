@@ -53,7 +53,7 @@ async def authorize(request: Request, _: HTTPAuthorizationCredentials | None = S
     if role is None:
         return Principal(name="public", role=Role.CLIENT, databases=frozenset())
     authenticator = request.app.state.gateway.auth
-    if authenticator is None:  # the lifespan always sets it; failing closed beats serving unauthenticated
+    if authenticator is None:  # an open Gateway always sets it; failing closed beats serving unauthenticated
         raise errors.GatewayError("access control is not initialised")
     # The HTTP middleware authenticates before a request takes an in-flight slot and leaves the principal in
     # the request's state; a request that reached the app some other way is authenticated here.

@@ -17,7 +17,7 @@ from typing import Any
 
 from gateway.eval.questions import Question
 from gateway.eval.runfolder import RunFolder
-from gateway.generate import normalize_sql
+from gateway.pipeline.generate import normalize_sql
 from gateway.store import Store
 from gateway.store import corrections as stored_corrections
 

@@ -1,9 +1,9 @@
 """The real question pipeline, opened the way the server opens it, and run under a scenario.
 
-The gateway's resources (target pools, LLM client, rules, schema cache ...) are opened by the app's own
-lifespan, so an evaluation exercises exactly what ``serve`` would. A question is answered by
-:func:`gateway.ask.ask` directly (no HTTP, no audit, no corrections sink): evaluating must not write
-corrections or audit rows as a side effect.
+The gateway's resources (target pools, LLM client, rules, schema cache ...) are opened by the same
+:class:`~gateway.service.Gateway` that ``serve`` opens, so an evaluation exercises exactly what it would.
+A question is answered by :func:`gateway.pipeline.ask` directly (no HTTP, no audit, no corrections
+sink): evaluating must not write corrections or audit rows as a side effect.
 
 A scenario is applied the way a DBA would configure it, not through a side door: each question is asked
 against a *view* of the state that shares every resource (pools, LLM client, caches) and differs in two
@@ -17,14 +17,15 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from gateway.ask import Question as AskQuestion
-from gateway.ask import ask
 from gateway.context.model import Guideline
 from gateway.context.sources import FileGuidelineSource
 from gateway.eval.questions import Question
 from gateway.eval.scenarios import Scenario, ask_policy
 from gateway.execute import Targets
-from gateway.respond import Answer
+from gateway.pipeline import Question as AskQuestion
+from gateway.pipeline import ask
+from gateway.pipeline.respond import Answer
+from gateway.service import Gateway
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.store import Store
@@ -42,18 +43,9 @@ class EvalSetupError(RuntimeError):
 
 @asynccontextmanager
 async def open_gateway(settings: Settings) -> AsyncIterator[GatewayState]:
-    """The state a serving gateway would have, for the duration of the block."""
-    from gateway.api.app import create_app  # the API layer builds the state; nothing of HTTP is used
-
-    # Nothing is served: API keys guard HTTP routes, which an evaluation never opens, so access control is
-    # off and the (unused) listen address is loopback, which is what the app asks of a keyless gateway.
-    settings = settings.model_copy(update={
-        "auth": settings.auth.model_copy(update={"enabled": False}),
-        "server": settings.server.model_copy(update={"host": "127.0.0.1"}),
-    })
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        yield app.state.gateway
+    """The resources a serving gateway would have (a :class:`~gateway.service.Gateway`), for the block."""
+    async with Gateway(settings) as gateway:
+        yield gateway.state
 
 
 async def preflight(state: GatewayState, questions: Sequence[Question]) -> None:

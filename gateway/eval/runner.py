@@ -25,7 +25,7 @@ from gateway.eval.questions import Question
 from gateway.eval.runfolder import RunFolder
 from gateway.eval.scenarios import Scenario
 from gateway.eval.score import WRONG, Gold, Verdict, run_gold, score
-from gateway.respond import Answer, Attempt
+from gateway.pipeline.respond import Answer, Attempt
 from gateway.state import GatewayState
 
 __all__ = ["AnswerFn", "EvalStopped", "RunSummary", "is_transient", "run_eval"]

@@ -1,4 +1,4 @@
-"""One bounded asyncpg pool per target database, owned by the app's lifespan.
+"""One bounded asyncpg pool per target database, owned by the Gateway (gateway.service).
 
 Connections are prepared once (codecs for faithful JSON) and reset on release so that nothing a request did
 to its session reaches the next one; a connection whose reset fails is discarded by asyncpg's pool.

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gateway.generate import extract_sql
 from gateway.llm import LLMClient
 from gateway.magic import prompts
+from gateway.pipeline.generate import extract_sql
 from gateway.store.runs import KeptFeedback
 from gateway.untrusted import RULE, data_block
 

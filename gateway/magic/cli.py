@@ -51,12 +51,11 @@ async def _store(settings: Settings) -> AsyncIterator[Store]:
 
 @asynccontextmanager
 async def _gateway(settings: Settings) -> AsyncIterator[tuple[GatewayState, Store]]:
-    from gateway.api.app import create_app
+    from gateway.service import Gateway
 
     quiet = settings.model_copy(update={"magic": settings.magic.model_copy(update={"schedule": False})})
-    api = create_app(quiet)
-    async with api.router.lifespan_context(api):
-        state = api.state.gateway
+    async with Gateway(quiet) as gateway:
+        state = gateway.state
         if state.store is None:
             raise errors.StoreNotConfigured("store.dsn is not set")
         yield state, state.store

@@ -1,4 +1,4 @@
-"""The store's connection pool, opened by the app's lifespan (or a CLI command) and migrated on open.
+"""The store's connection pool, opened by the Gateway (or a CLI command) and migrated on open.
 
 Repositories (``gateway.store.audit``, ``corrections``, ...) are plain functions that take a ``Db``: the
 pool for a single statement, or a connection inside :meth:`Store.transaction` when several writes must

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from gateway import prompts
+from gateway.pipeline import prompts
 from gateway.settings import AskPolicy, DatabaseSettings, Limits, LLMSettings, Settings
 from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
 from tests.serving import in_process as gateway  # noqa: F401 - the tests import it from here

@@ -6,14 +6,14 @@ import doctest
 
 import pytest
 
-import gateway.generate
-import gateway.validate
-from gateway.generate import extract_sql, normalize_sql, strip_trailing_semicolons
+import gateway.pipeline.generate
+import gateway.pipeline.validate
+from gateway.pipeline.generate import extract_sql, normalize_sql, strip_trailing_semicolons
+from gateway.pipeline.validate import Finding, ResultView, check_result, shape_of, triggers
 from gateway.settings import AskPolicy
-from gateway.validate import Finding, ResultView, check_result, shape_of, triggers
 
 
-@pytest.mark.parametrize("module", [gateway.generate, gateway.validate])
+@pytest.mark.parametrize("module", [gateway.pipeline.generate, gateway.pipeline.validate])
 def test_doctests(module: object) -> None:
     assert doctest.testmod(module).failed == 0  # type: ignore[arg-type]
 

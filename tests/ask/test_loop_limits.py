@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-import gateway.ask as ask_module
+import gateway.pipeline.execute as ask_module
 from gateway.testing.scripted_llm import Reply, ScriptedLLM
 from tests.ask.helpers import ask_settings, gateway, is_reflection, post_ask, script, sql
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gateway import prompts
+from gateway.pipeline import prompts
 from gateway.settings import DatabaseSettings, Limits, LLMSettings, Settings, StoreSettings
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from gateway import prompts
 from gateway.auth import new_token
+from gateway.pipeline import prompts
 from gateway.settings import AuthSettings, StoreSettings
 from gateway.state import GatewayState
 from gateway.store import api_keys, examples

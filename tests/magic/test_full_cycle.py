@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gateway import prompts as ask_prompts
+from gateway.pipeline import prompts as ask_prompts
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 from tests.magic.helpers import GUIDELINE_TAG, MagicScript, case, gateway, number_in, settings_for
 from tests.magic.test_cli import cli

@@ -17,8 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gateway.corrections import Correction
 from gateway.execute import QueryResult, values
-from gateway.validate import Finding
+from gateway.pipeline.generate import normalize_sql
+from gateway.pipeline.question import Question
+from gateway.pipeline.validate import Finding
 
 Source = Literal["generation", "reflection", "verified_example"]
 Status = Literal["ok", "suspicious", "failed", "blocked"]
@@ -128,3 +131,22 @@ def to_json(data: Any) -> bytes:
 def sse(event: str, data: Any) -> bytes:
     """One server-sent event; JSON has no raw newlines, so one ``data:`` line suffices."""
     return b"event: " + event.encode() + b"\ndata: " + to_json(data) + b"\n\n"
+
+
+def corrections_of(answer: Answer, q: Question) -> list[Correction]:
+    """One correction per distinct earlier SQL that did not pass, when a later attempt did."""
+    chosen = answer.chosen
+    if chosen is None or not chosen.passed or chosen.sql is None:
+        return []
+    out: list[Correction] = []
+    done: set[str] = set()
+    for attempt in answer.attempts:
+        if attempt.n >= chosen.n:
+            break
+        if attempt.sql is None or attempt.passed or normalize_sql(attempt.sql) in done:
+            continue
+        done.add(normalize_sql(attempt.sql))
+        out.append(Correction(question=q.question, evidence=q.evidence, database=q.database,
+                              incorrect_sql=attempt.sql, corrected_sql=chosen.sql,
+                              findings=[f.as_dict() for f in attempt.findings], request_id=q.request_id))
+    return out

@@ -1,4 +1,4 @@
-"""Wires the feedback store and MAGIC into a running gateway (one line in the app's lifespan).
+"""Wires the feedback store and MAGIC into an opening gateway (one line in `Gateway._open`).
 
 With ``store.dsn`` set: opens (and migrates) the store, puts it on ``state.store``, replaces the guideline,
 examples and corrections sources with store-backed ones (the file guideline stays the fallback), and starts

@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gateway import prompts
-from gateway.generate import Drafted, context_block, extract_sql, preview_rows, question_block
 from gateway.llm import LLMClient
 from gateway.masking import hidden_names_of, mask  # the one masking function
-from gateway.respond import Attempt
+from gateway.pipeline import prompts
+from gateway.pipeline.generate import Drafted, context_block, extract_sql, preview_rows, question_block
+from gateway.pipeline.respond import Attempt
+from gateway.pipeline.validate import ALWAYS_REFLECT, Finding
 from gateway.safety import Policy
 from gateway.settings import AskPolicy
 from gateway.untrusted import data_block
-from gateway.validate import ALWAYS_REFLECT, Finding
 
 
 def guideline_applies(policy: AskPolicy, trigger_codes: Sequence[str]) -> bool:

@@ -29,8 +29,8 @@ import sqlglot
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
-from gateway import prompts
 from gateway.llm import LLMClient, LLMReply
+from gateway.pipeline import prompts
 from gateway.untrusted import data_block
 
 _TAGGED = re.compile(r"<sql>(.*?)</sql>", re.IGNORECASE | re.DOTALL)

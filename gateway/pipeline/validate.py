@@ -20,9 +20,15 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.settings import AskPolicy
+
+if TYPE_CHECKING:
+    from gateway.execute import QueryResult
+    from gateway.rules import RuleSet
+
+from gateway.rules import rule_findings
 
 # Outcomes that mean "this SQL did not produce an answer": they always trigger a reflection.
 ALWAYS_REFLECT = frozenset({"exec_error", "blocked", "no_sql"})
@@ -151,6 +157,13 @@ RESULT_CHECKS: tuple[Callable[[ResultView], Iterable[Finding]], ...] = (
 def check_result(view: ResultView) -> list[Finding]:
     """Run every result check in order."""
     return [finding for check in RESULT_CHECKS for finding in check(view)]
+
+
+def validate(question: str, sql: str, result: QueryResult, ruleset: RuleSet) -> list[Finding]:
+    """Every finding about one executed attempt: the result checks, then the database's rules."""
+    view = ResultView(question, [c.name for c in result.columns], result.rows, result.truncated)
+    findings = check_result(view)
+    return findings + [from_rule(v) for v in rule_findings(ruleset, sql, result.columns, result.rows)]
 
 
 def exec_error(code: str, detail: str, extra: dict[str, Any]) -> Finding:

@@ -1,0 +1,27 @@
+"""Execute: run one checked attempt on its database, guarded (see :mod:`gateway.execute`).
+
+A database error becomes an ``exec_error`` finding for the next reflection; only an unavailable database
+raises, because no reflection can fix it. Postgres hints name similar columns ("Perhaps you meant
+customers.ssn"): hidden names are masked for the LLM and the client alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gateway import errors
+from gateway.execute import QueryResult, Target, run_query
+from gateway.masking import mask
+from gateway.pipeline.validate import Finding, exec_error
+
+
+async def execute(target: Target, sql: str, *, max_rows: int | None, role: str | None,
+                  hidden: Sequence[str]) -> Finding | QueryResult:
+    """The result, or the ``exec_error`` finding of a statement the database refused."""
+    try:
+        return await run_query(target, sql, max_rows=max_rows, role=role)
+    except errors.DatabaseUnavailable:
+        raise
+    except errors.GatewayError as exc:
+        extra = {**exc.extra, **{k: mask(str(exc.extra[k]), hidden) for k in ("message", "hint") if exc.extra.get(k)}}
+        return exec_error(exc.code, mask(exc.detail, hidden), extra)

@@ -1,0 +1,215 @@
+"""The question loop behind ``POST /v1/ask``: context -> generate -> check -> execute -> validate ->
+(reflect -> check -> execute -> validate)* -> respond.
+
+Each attempt is checked by the static safety check first; SQL that fails it is never executed and becomes
+a ``blocked`` finding for the next reflection. The loop stops when an attempt passes (no finding the
+database's policy reflects on), when the LLM repeats an earlier SQL, after ``ask.max_iterations``
+reflections, or when the question's time budget is spent. The answer is the best attempt (see
+:func:`gateway.pipeline.respond.choose`), so a reflection can never make an answer worse than one already found.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from gateway import errors
+from gateway.client_sql import check_sql
+from gateway.context import Context, build_context
+from gateway.execute import QueryResult, Target
+from gateway.llm import MIN_CALL_S, LLMClient
+from gateway.masking import hidden_names_of
+from gateway.observability import metrics
+from gateway.observability.logging import get_logger
+from gateway.pipeline.check import check
+from gateway.pipeline.execute import execute
+from gateway.pipeline.generate import Drafted, generate, normalize_sql
+from gateway.pipeline.judge import judge
+from gateway.pipeline.question import Question
+from gateway.pipeline.reflect import guideline_applies, reflect
+from gateway.pipeline.respond import Answer, Attempt, Source, choose, status_of
+from gateway.pipeline.tally import log_attempt
+from gateway.pipeline.validate import Finding, triggers, validate
+from gateway.pipeline.verified import OnAttempt, answer_verified, offline_answers_only
+from gateway.rules import RuleSet
+from gateway.settings import AskPolicy
+from gateway.state import GatewayState
+
+log = get_logger(__name__)
+
+
+def llm_for(state: GatewayState, target: Target) -> tuple[LLMClient, str]:
+    """The client and model for a database, or ``llm_not_configured`` naming the settings to set."""
+    model = target.settings.ask.model or state.settings.llm.model
+    if state.llm is None or model is None:
+        missing = [name for name, ok in (("llm.base_url or OPENAI_BASE_URL (or an OPENAI_API_KEY for OpenAI)",
+                                          state.llm is not None), ("llm.model", model is not None)) if not ok]
+        raise errors.LLMNotConfigured("POST /v1/ask needs an LLM; set " + " and ".join(missing), missing=missing)
+    return state.llm, model
+
+
+
+@dataclass(slots=True)
+class _Run:
+    """One question in flight: what every attempt needs."""
+
+    state: GatewayState
+    q: Question
+    target: Target
+    llm: LLMClient | None  # None only for a verified example answered without the LLM
+    model: str | None
+    policy: AskPolicy
+    deadline: float
+    ctx: Context | None
+    ruleset: RuleSet
+    hidden: list[str]  # names masked in whatever a finding shows
+
+    async def check_and_run(self, sql: str, timings: dict[str, float]) -> tuple[list[Finding], QueryResult | None]:
+        """check -> execute -> validate for one SQL text; ``timings`` gets each stage's share."""
+        started = time.perf_counter()
+        refused = check(lambda text: check_sql(self.state, text, self.q.database), sql, self.hidden)
+        timings["check_ms"] = (time.perf_counter() - started) * 1000
+        if refused is not None:
+            return [refused], None  # never run
+        outcome = await execute(self.target, sql, max_rows=self.q.max_rows, role=self.q.role, hidden=self.hidden)
+        if isinstance(outcome, Finding):
+            return [outcome], None
+        timings["db_ms"] = outcome.timings.get("db_ms", 0.0)
+        timings["acquire_ms"] = outcome.timings.get("acquire_ms", 0.0)
+        return validate(self.q.question, sql, outcome, self.ruleset), outcome
+
+
+async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
+    """Answer ``q``; ``on_attempt`` sees each attempt as soon as it is validated (for streaming)."""
+    target = state.target(q.database)
+    policy = target.settings.ask
+    deadline = time.monotonic() + min(policy.time_budget_s, state.settings.server.request_timeout_s)
+    policy_now = state.policy(q.database)
+    hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
+    if state.settings.store.exact_match_answers:
+        offline = _Run(state, q, target, None, None, policy, deadline, None, state.ruleset(q.database), hidden)
+        verified = await answer_verified(state, q, policy, on_attempt, offline.check_and_run)
+        if verified is not None:
+            return verified
+    try:
+        llm, model = llm_for(state, target)
+    except errors.LLMNotConfigured as exc:
+        if state.settings.store.exact_match_answers:  # the demo's offline mode: say what does work
+            raise await offline_answers_only(state, q, exc) from None
+        raise
+    ctx = await build_context(state, q.database, q.question, q.evidence)
+    run = _Run(state, q, target, llm, model, policy, deadline, ctx, state.ruleset(q.database), hidden)
+    guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
+    attempts: list[Attempt] = []
+    seen: set[str] = set()
+
+    async def record(attempt: Attempt) -> None:
+        attempts.append(attempt)
+        log_attempt(q.database, attempt)
+        if on_attempt is not None:
+            await on_attempt(attempt)
+
+    began = time.perf_counter()
+    drafted = await generate(llm, ctx, q.question, q.evidence, model=model, temperature=policy.temperature,
+                             deadline=deadline)
+    attempt = await _evaluate(run, 1, "generation", drafted, began, guideline_applied=False)
+    if attempt.sql:
+        seen.add(normalize_sql(attempt.sql))
+    await record(attempt)
+
+    stop_reason = "passed"
+    reflections = 0
+    while True:
+        codes = attempt.triggers
+        review = not codes and attempt.passed and reflections == 0 and policy.guideline_scenario == "all" \
+            and bool(guideline)
+        if attempt.passed and not review:
+            stop_reason = "passed"
+            break
+        if reflections >= policy.max_iterations:
+            stop_reason = "max_iterations"
+            break
+        if deadline - time.monotonic() < MIN_CALL_S:
+            stop_reason = "time_budget"
+            break
+        codes = codes or ["guideline_review"]
+        applied = bool(guideline) and guideline_applies(policy, codes)
+        metrics.REFLECTIONS.labels(q.database, codes[0]).inc()
+        began = time.perf_counter()
+        try:
+            drafted = await reflect(llm, ctx, q.question, q.evidence, attempts, codes,
+                                    guideline=guideline if applied else None, policy=policy_now,
+                                    model=model, temperature=policy.temperature, deadline=deadline)
+        except (errors.LLMUnavailable, errors.DeadlineExceeded, errors.LLMBadOutput) as exc:
+            if all(a.sql is None for a in attempts):
+                raise
+            # Keep the trace (and any result) rather than lose it to a failing or slow reflection.
+            stop_reason = "time_budget" if isinstance(exc, errors.DeadlineExceeded) else exc.code
+            break
+        reflections += 1
+        key = normalize_sql(drafted.sql) if drafted.sql else None
+        if key is not None and key in seen:
+            attempt = _repeated(len(attempts) + 1, drafted, began, applied)
+            await record(attempt)
+            stop_reason = "repeated_sql"
+            break
+        if key is not None:
+            seen.add(key)
+        attempt = await _evaluate(run, len(attempts) + 1, "reflection", drafted, began, guideline_applied=applied)
+        await record(attempt)
+
+    if all(a.sql is None for a in attempts):
+        state.tally.count(q.database, errors.LLMBadOutput.code, attempts, None)
+        raise errors.LLMBadOutput(
+            f"none of the LLM's {len(attempts)} answer(s) contained SQL", attempts=[a.as_dict() for a in attempts]
+        )
+    chosen = choose(attempts)
+    answer = Answer(
+        status=status_of(chosen), database=q.database, question=q.question, chosen=chosen, attempts=attempts,
+        stop_reason=stop_reason, guideline_version=ctx.guideline.version if ctx.guideline else None,
+        guideline_applied=any(a.guideline_applied for a in attempts), request_id=q.request_id,
+    )
+    state.tally.count(q.database, answer.status, attempts, chosen)
+    return answer
+
+
+async def _evaluate(run: _Run, n: int, source: Source, drafted: Drafted, began: float, *,
+                    guideline_applied: bool) -> Attempt:
+    """Check, execute and validate one drafted SQL."""
+    reply = drafted.reply
+    attempt = Attempt(n=n, source=source, sql=drafted.sql, guideline_applied=guideline_applied,
+                      tokens={"prompt": reply.prompt_tokens, "completion": reply.completion_tokens})
+    timings = {"llm_ms": reply.llm_ms, "check_ms": 0.0, "db_ms": 0.0, "acquire_ms": 0.0}
+    findings: list[Finding] = []
+    if drafted.sql is None:
+        findings.append(Finding("no_sql", "no SQL statement could be read from the LLM's answer"))
+    else:
+        findings, result = await run.check_and_run(drafted.sql, timings)
+        attempt.result = result
+    attempt.findings = findings
+    attempt.triggers = triggers(findings, run.policy)
+    if attempt.result is not None and run.policy.llm_judge and not attempt.triggers and run.llm is not None:
+        finding, judged = await judge(run.llm, run.q.question, run.q.evidence, drafted.sql or "", attempt.result,
+                                      model=run.model or "", deadline=run.deadline)
+        if judged is not None:
+            timings["llm_ms"] += judged.llm_ms
+            attempt.tokens["prompt"] += judged.prompt_tokens
+            attempt.tokens["completion"] += judged.completion_tokens
+        if finding is not None:
+            attempt.findings.append(finding)
+            attempt.triggers = triggers(attempt.findings, run.policy)
+    timings["total_ms"] = (time.perf_counter() - began) * 1000
+    attempt.timings = timings
+    return attempt
+
+
+def _repeated(n: int, drafted: Drafted, began: float, guideline_applied: bool) -> Attempt:
+    reply = drafted.reply
+    finding = Finding("repeated_sql", "the reflection returned SQL that was already tried; it was not run again")
+    return Attempt(n=n, source="reflection", sql=drafted.sql, findings=[finding], triggers=[],
+                   guideline_applied=guideline_applied,
+                   tokens={"prompt": reply.prompt_tokens, "completion": reply.completion_tokens},
+                   timings={"llm_ms": reply.llm_ms, "check_ms": 0.0, "db_ms": 0.0, "acquire_ms": 0.0,
+                            "total_ms": (time.perf_counter() - began) * 1000})
+
+
