@@ -13,6 +13,7 @@ The standard ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` variables fill in the LL
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from gateway import findings
 from gateway.assets import shipped_dir
 from gateway.safety.policy import Policy
 
@@ -98,6 +100,29 @@ class AskPolicy(BaseModel):
         "reflection plus a guideline review of SQL that passed validation.",
     )
     llm_judge: bool = Field(default=False, description="Ask the LLM whether a result answers the question.")
+
+    @field_validator("reflect_on", mode="before")
+    @classmethod
+    def _registered_codes(cls, value: Any) -> Any:
+        # A misspelt code would silently never trigger: refuse it and name what may be listed.
+        if not isinstance(value, list | tuple | set | frozenset):
+            return value  # not a list of codes: the type check says so
+        unknown = sorted({str(code) for code in value} - findings.REFLECTABLE)
+        if unknown:
+            listable = ", ".join(sorted(findings.REFLECTABLE))
+            what = "; ".join(_why_not_reflectable(code) for code in unknown)
+            raise ValueError(f"{what}; reflect_on takes: {listable}")
+        return value
+
+
+def _why_not_reflectable(code: str) -> str:
+    family = findings.family_of(code)
+    if family == "safety":
+        return f"{code!r} is a safety code: it arrives inside `blocked`, which always triggers a reflection"
+    if family is not None:
+        return f"{code!r} cannot trigger a reflection (it ends the loop)"
+    guess = difflib.get_close_matches(code, findings.CODES, n=1, cutoff=0.6)
+    return f"unknown finding code {code!r}" + (f" (did you mean {guess[0]!r}?)" if guess else "")
 
 
 class DatabaseSettings(BaseModel):

@@ -37,11 +37,53 @@ def test_only_the_execution_and_store_layers_import_asyncpg() -> None:
     assert not offenders, offenders
 
 
+# What the safety check may import from the rest of the gateway: only the finding type and code registry,
+# a module that itself imports nothing of the gateway (checked below), so the check stays pure.
+SAFETY_MAY_IMPORT = {"gateway.findings"}
+
+
 def test_the_safety_check_does_no_io() -> None:
     for path in (PACKAGE / "safety").rglob("*.py"):
         found = {top(n) for n in imports(path)} & IO_MODULES
         assert not found, f"{path.name} imports {found}"
-        assert not any(n.startswith("gateway.") and not n.startswith("gateway.safety") for n in imports(path)), path
+        outside = {n for n in imports(path) if n.startswith("gateway.") and not n.startswith("gateway.safety")}
+        assert outside <= SAFETY_MAY_IMPORT, (path, outside - SAFETY_MAY_IMPORT)
+
+
+def test_the_finding_registry_depends_on_nothing() -> None:
+    """``gateway.findings`` sits under the safety check: the standard library only, no I/O."""
+    names = {top(n) for n in imports(PACKAGE / "findings.py")}
+    assert names <= {"__future__", "collections", "dataclasses", "typing"}, names
+
+
+def _finding_codes_built_in(path: Path) -> list[tuple[int, str]]:
+    """Codes written as literals where a finding is made: ``Finding("code", ...)`` and ``Finding(code="...")``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+            name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+            if name != "Finding":
+                continue
+            args = [*node.args[:1], *(k.value for k in node.keywords if k.arg == "code")]
+            found += [(node.lineno, a.value) for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return found
+
+
+def test_only_the_registry_defines_finding_codes() -> None:
+    """Every finding the gateway makes carries a code registered in ``gateway.findings.CODES``, and no module
+    but the registry defines a finding class of its own."""
+    from gateway.findings import CODES
+
+    made = 0
+    for path in modules():
+        rel = path.relative_to(PACKAGE)
+        for line, code in _finding_codes_built_in(path):
+            made += 1
+            assert code in CODES, f"{rel}:{line} makes a finding with the unregistered code {code!r}"
+        if rel != Path("findings.py"):
+            classes = [n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)]
+            assert not [c for c in classes if c.endswith(("Finding", "Violation"))], f"{rel} defines {classes}"
+    assert made > 40  # the scan sees the safety rules and the pipeline's findings
 
 
 def test_the_api_layer_holds_no_sql_machinery() -> None:

@@ -81,10 +81,35 @@ def test_every_cli_command_is_documented_and_has_help() -> None:
                 assert getattr(param, "help", None), f"{name} {param.name} has no help"
 
 
-def test_safety_codes_are_documented() -> None:
-    from gateway.safety import codes
+def _code_table(heading: str) -> dict[str, list[str]]:
+    """The rows of the table under ``heading`` in README/docs: code -> the other cells."""
+    section = DOCS[DOCS.index(heading):]
+    section = section[:section.find("\n#", 1) if "\n#" in section[1:] else len(section)]
+    rows = re.findall(r"^\| `(\w+)` \|(.*)\|$", section, re.M)
+    return {code: [cell.strip() for cell in rest.split(" | ")] for code, rest in rows}
 
-    table = getattr(codes, "CODES", None) or getattr(codes, "DESCRIPTIONS", None)
-    assert table, "gateway.safety.codes should expose its codes with descriptions"
-    for code in table:
-        assert f"`{code}`" in DOCS, f"safety finding code {code} is not documented"
+
+def test_every_registered_finding_code_is_documented_and_every_documented_one_registered() -> None:
+    """The registry (gateway.findings.CODES) is the one source: the two code tables list exactly its codes,
+    with its meanings and its reflection behaviour."""
+    from gateway.findings import CODES
+    from gateway.settings import FINDING_CODES_REFLECTED_BY_DEFAULT
+
+    safety = _code_table("### Safety finding codes")
+    answer = _code_table("### Finding codes of an answer")
+    assert sorted(safety) == sorted(c.name for c in CODES.values() if c.family == "safety")
+    assert sorted(answer) == sorted(c.name for c in CODES.values() if c.family != "safety")
+    for name, (meaning,) in safety.items():
+        assert meaning == CODES[name].meaning, f"README's meaning of {name} differs from gateway/findings.py"
+    for name, (family, meaning, reflection) in answer.items():
+        code = CODES[name]
+        expected = ("always" if code.always_reflects else "by default" if name in FINDING_CODES_REFLECTED_BY_DEFAULT
+                    else "when listed" if code.reflectable else "never")
+        assert (family, meaning, reflection) == (code.family, code.meaning, expected), name
+
+
+def test_safety_codes_are_the_registrys_safety_family() -> None:
+    from gateway.findings import codes_of
+    from gateway.safety import CODES
+
+    assert CODES == codes_of("safety") and len(CODES) > 20

@@ -60,6 +60,37 @@ def test_bad_values_name_the_setting(tmp_path: Path, monkeypatch: pytest.MonkeyP
         load_settings()
 
 
+@pytest.mark.parametrize(("listed", "says"), [
+    ('["empty_result", "empty_reslt"]', "unknown finding code 'empty_reslt' (did you mean 'empty_result'?)"),
+    ('["hidden_column"]', "'hidden_column' is a safety code: it arrives inside `blocked`"),
+    ('["repeated_sql"]', "'repeated_sql' cannot trigger a reflection"),
+])
+def test_reflect_on_takes_only_registered_codes_that_can_trigger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  listed: str, says: str) -> None:
+    """A typo in reflect_on used to be accepted and then never trigger; now it names the codes it takes."""
+    from gateway.findings import REFLECTABLE
+
+    path = write(tmp_path, f'[databases.sales]\ndsn = "postgresql://r@db/sales"\n[databases.sales.ask]\n'
+                           f"reflect_on = {listed}\n")
+    monkeypatch.setenv("NL2SQL_CONFIG", str(path))
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    message = str(caught.value)
+    assert f"{path}: databases.sales.ask.reflect_on: " in message and says in message
+    assert "reflect_on takes: " + ", ".join(sorted(REFLECTABLE)) in message
+    assert "empty_result" in REFLECTABLE and "hidden_column" not in REFLECTABLE
+
+
+def test_reflect_on_accepts_registered_codes_and_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.settings import FINDING_CODES_REFLECTED_BY_DEFAULT, AskPolicy
+
+    path = write(tmp_path, '[databases.sales]\ndsn = "postgresql://r@db/sales"\n[databases.sales.ask]\n'
+                           'reflect_on = ["null_heavy", "exec_error", "truncated"]\n')
+    monkeypatch.setenv("NL2SQL_CONFIG", str(path))
+    assert load_settings().databases["sales"].ask.reflect_on == {"null_heavy", "exec_error", "truncated"}
+    assert AskPolicy().reflect_on == FINDING_CODES_REFLECTED_BY_DEFAULT
+
+
 def test_openai_standard_variables(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")

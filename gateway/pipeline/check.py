@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gateway import errors, safety
+from gateway.findings import Finding
 from gateway.masking import mask
-from gateway.pipeline.validate import Finding, blocked
+from gateway.pipeline.validate import blocked
 
 VerdictOf = Callable[[str], safety.Verdict]  # the database's policy applied (and counted) to one SQL text
 

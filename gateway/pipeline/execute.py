@@ -11,8 +11,9 @@ from collections.abc import Sequence
 
 from gateway import errors
 from gateway.execute import QueryResult, Target, run_query
+from gateway.findings import Finding
 from gateway.masking import mask
-from gateway.pipeline.validate import Finding, exec_error
+from gateway.pipeline.validate import exec_error
 
 
 async def execute(target: Target, sql: str, *, max_rows: int | None, role: str | None,

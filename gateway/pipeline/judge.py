@@ -10,11 +10,11 @@ import re
 
 from gateway import errors
 from gateway.execute import QueryResult
+from gateway.findings import Finding
 from gateway.llm import LLMClient, LLMReply
 from gateway.observability.logging import get_logger
 from gateway.pipeline import prompts
 from gateway.pipeline.generate import preview_rows, question_block
-from gateway.pipeline.validate import Finding
 
 log = get_logger(__name__)
 _VERDICT = re.compile(r"<verdict>\s*(yes|no)\s*</verdict>", re.IGNORECASE)

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from gateway.findings import ALWAYS_REFLECT, Finding
 from gateway.llm import LLMClient
 from gateway.masking import hidden_names_of, mask  # the one masking function
 from gateway.pipeline import prompts
 from gateway.pipeline.generate import Drafted, context_block, extract_sql, preview_rows, question_block
 from gateway.pipeline.respond import Attempt
-from gateway.pipeline.validate import ALWAYS_REFLECT, Finding
 from gateway.safety import Policy
 from gateway.settings import AskPolicy
 from gateway.untrusted import data_block

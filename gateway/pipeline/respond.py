@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from gateway.corrections import Correction
 from gateway.execute import QueryResult, values
+from gateway.findings import Finding
 from gateway.pipeline.generate import normalize_sql
 from gateway.pipeline.question import Question
-from gateway.pipeline.validate import Finding
 
 Source = Literal["generation", "reflection", "verified_example"]
 Status = Literal["ok", "suspicious", "failed", "blocked"]

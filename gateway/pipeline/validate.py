@@ -4,7 +4,8 @@ Codes: ``exec_error`` (with SQLSTATE), ``blocked`` (with the safety codes), ``no
 ``null_heavy``, ``count_mismatch``, ``grouping_mismatch``, ``duplicate_rows``, ``truncated``,
 ``rule_violation`` (from the database's rules), ``llm_judge`` and ``repeated_sql``. The result checks are a
 chain of small functions run in order (:data:`RESULT_CHECKS`); adding a check is adding a function and a
-line. Which codes trigger a reflection is per-database policy (:func:`triggers`).
+line. Every code is registered in :data:`gateway.findings.CODES`; which codes trigger a reflection is
+per-database policy (:func:`triggers`).
 
 >>> shape_of("How many orders were cancelled?")
 Shape(count=True, grouped=False)
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway.settings import AskPolicy
@@ -28,24 +29,10 @@ if TYPE_CHECKING:
     from gateway.execute import QueryResult
     from gateway.rules import RuleSet
 
+from gateway.findings import ALWAYS_REFLECT, Finding
 from gateway.rules import rule_findings
 
-# Outcomes that mean "this SQL did not produce an answer": they always trigger a reflection.
-ALWAYS_REFLECT = frozenset({"exec_error", "blocked", "no_sql"})
 NULL_HEAVY_SHARE = 0.5  # more than this share of NULL cells (or any all-NULL column) is suspicious
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One thing validation noticed; ``detail`` carries fields such as ``sqlstate``, ``position``,
-    ``codes`` (safety) or ``rule`` so that prompts, logs and clients read the same data."""
-
-    code: str
-    message: str
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, **self.detail}
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,14 +94,15 @@ def null_heavy(view: ResultView) -> Iterable[Finding]:
     if all_null or nulls / cells > NULL_HEAVY_SHARE:
         what = f"columns entirely NULL: {', '.join(all_null)}" if all_null else f"{nulls} of {cells} values are NULL"
         yield Finding("null_heavy", f"The result is mostly empty ({what}).",
-                      {"null_columns": all_null, "null_share": round(nulls / cells, 3)})
+                      detail={"null_columns": all_null, "null_share": round(nulls / cells, 3)})
 
 
 def count_mismatch(view: ResultView) -> Iterable[Finding]:
     shape = shape_of(view.question)
     if shape.count and not shape.grouped and len(view.rows) > 1:
         yield Finding("count_mismatch", f"The question asks how many, but the query returned {len(view.rows)} "
-                      f"rows{' or more' if view.truncated else ''} instead of one count.", {"rows": len(view.rows)})
+                      f"rows{' or more' if view.truncated else ''} instead of one count.",
+                      detail={"rows": len(view.rows)})
 
 
 def grouping_mismatch(view: ResultView) -> Iterable[Finding]:
@@ -135,13 +123,13 @@ def duplicate_rows(view: ResultView) -> Iterable[Finding]:
         seen.add(key)
     if duplicates:
         yield Finding("duplicate_rows", f"{duplicates} row(s) repeat an earlier row exactly.",
-                      {"duplicates": duplicates})
+                      detail={"duplicates": duplicates})
 
 
 def truncated(view: ResultView) -> Iterable[Finding]:
     if view.truncated:
         yield Finding("truncated", f"The result was cut at {len(view.rows)} rows (the row limit).",
-                      {"rows": len(view.rows)})
+                      detail={"rows": len(view.rows)})
 
 
 RESULT_CHECKS: tuple[Callable[[ResultView], Iterable[Finding]], ...] = (
@@ -163,29 +151,18 @@ def validate(question: str, sql: str, result: QueryResult, ruleset: RuleSet) -> 
     """Every finding about one executed attempt: the result checks, then the database's rules."""
     view = ResultView(question, [c.name for c in result.columns], result.rows, result.truncated)
     findings = check_result(view)
-    return findings + [from_rule(v) for v in rule_findings(ruleset, sql, result.columns, result.rows)]
+    return findings + rule_findings(ruleset, sql, result.columns, result.rows)
 
 
 def exec_error(code: str, detail: str, extra: dict[str, Any]) -> Finding:
     """A database error (problem code, detail and the SQLSTATE, message, position, hint fields)."""
     fields = {k: extra.get(k) for k in ("sqlstate", "position", "hint") if extra.get(k) is not None}
     message = str(extra.get("message") or detail)
-    return Finding("exec_error", message, {"error": code, **fields})
+    return Finding("exec_error", message, detail={"error": code, **fields})
 
 
 def blocked(codes: Sequence[str], messages: Sequence[str]) -> Finding:
-    return Finding("blocked", "; ".join(messages) or "blocked by the safety check", {"codes": list(codes)})
-
-
-def from_rule(violation: Any) -> Finding:
-    """Adapt a rule violation from ``gateway.rules.rule_findings`` (any object with code and message)."""
-    if isinstance(violation, Finding):
-        return violation
-    as_dict = getattr(violation, "as_dict", None)
-    data: dict[str, Any] = dict(as_dict()) if callable(as_dict) else dict(getattr(violation, "__dict__", {}))
-    message = str(data.pop("message", None) or getattr(violation, "message", "") or violation)
-    data.pop("code", None)
-    return Finding("rule_violation", message, {k: v for k, v in data.items() if v is not None})
+    return Finding("blocked", "; ".join(messages) or "blocked by the safety check", detail={"codes": list(codes)})
 
 
 def triggers(findings: Iterable[Finding], policy: AskPolicy) -> list[str]:

@@ -12,11 +12,12 @@ from collections.abc import Awaitable, Callable
 
 from gateway import errors
 from gateway.execute import QueryResult
+from gateway.findings import Finding
 from gateway.observability.logging import get_logger
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Answer, Attempt, status_of
 from gateway.pipeline.tally import log_attempt
-from gateway.pipeline.validate import Finding, triggers
+from gateway.pipeline.validate import triggers
 from gateway.settings import AskPolicy
 from gateway.state import GatewayState
 

@@ -7,7 +7,7 @@ prompt and schema answer and blocked by the safety check; required conditions an
 
 from gateway.rules.check import check_rules
 from gateway.rules.conditions import missing_conditions
-from gateway.rules.findings import RuleViolation, rule_findings
+from gateway.rules.findings import rule_findings
 from gateway.rules.loading import RuleProblem, load_ruleset, rule_files
 from gateway.rules.model import RequiredCondition, ResultCheck, RuleSet
 from gateway.rules.registry import RulesRegistry
@@ -18,7 +18,6 @@ __all__ = [
     "ResultCheck",
     "RuleProblem",
     "RuleSet",
-    "RuleViolation",
     "RulesRegistry",
     "check_rules",
     "load_ruleset",

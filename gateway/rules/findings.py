@@ -1,37 +1,31 @@
-"""Rule violations of one attempt: required conditions missing from the SQL, result checks that fail."""
+"""Rule violations of one attempt, as ``rule_violation`` findings: required conditions missing from the SQL,
+result checks that fail."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from gateway.findings import Finding
 from gateway.rules.conditions import missing_conditions
 from gateway.rules.model import ResultCheck, RuleSet
 
 
-@dataclass(frozen=True, slots=True)
-class RuleViolation:
-    """A DBA rule the attempt broke; ``rule`` is the rule's name from the rule file."""
-
-    rule: str
-    message: str
-    code: str = "rule_violation"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "rule": self.rule, "message": self.message}
+def _violation(rule: str, message: str) -> Finding:
+    return Finding("rule_violation", message, detail={"rule": rule})
 
 
 def rule_findings(ruleset: RuleSet, sql: str, columns: Sequence[Any] = (),
-                  rows: Sequence[Sequence[Any]] = ()) -> list[RuleViolation]:
-    """Violations of ``ruleset`` by ``sql`` and, when it ran, its result.
+                  rows: Sequence[Sequence[Any]] = ()) -> list[Finding]:
+    """Violations of ``ruleset`` by ``sql`` and, when it ran, its result: ``rule_violation`` findings whose
+    ``detail['rule']`` is the rule's name from the rule file.
 
     ``columns`` are names or objects with a ``name`` (``gateway.execute.Column``); ``rows`` are lists of
     values in column order. Pass no columns for SQL that did not run.
     """
     out = [
-        RuleViolation(c.name, f"{c.message} (add: {c.sql}, on every read of {c.applies_to})")
+        _violation(c.name, f"{c.message} (add: {c.sql}, on every read of {c.applies_to})")
         for c in missing_conditions(sql, ruleset.required_conditions)
     ]
     names = [str(getattr(c, "name", c)).lower() for c in columns]
@@ -39,7 +33,7 @@ def rule_findings(ruleset: RuleSet, sql: str, columns: Sequence[Any] = (),
         if check.column.lower() in names:
             problem = _check_column(check, names.index(check.column.lower()), rows)
             if problem:
-                out.append(RuleViolation(check.name, f"{check.message or check.name}: {problem}"))
+                out.append(_violation(check.name, f"{check.message or check.name}: {problem}"))
     return out
 
 

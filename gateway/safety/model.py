@@ -1,26 +1,13 @@
-"""What the safety check decides: findings with stable codes, gathered into a verdict."""
+"""What the safety check decides: findings with stable codes (:class:`gateway.findings.Finding`, the one
+finding type of the gateway), gathered into a verdict."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gateway.findings import Finding
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One reason to refuse a statement.
-
-    ``code`` is stable and machine-readable (``write_statement``, ``function_not_allowed`` ...);
-    ``message`` names the offending clause or function; ``clause`` is the SQL fragment or name at fault;
-    ``position`` is a 0-based character offset into the checked text when the parser knows it.
-    """
-
-    code: str
-    message: str
-    clause: str | None = None
-    position: int | None = None
-
-    def as_dict(self) -> dict[str, object]:
-        return {"code": self.code, "message": self.message, "clause": self.clause, "position": self.position}
+__all__ = ["Finding", "Verdict"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,7 +90,7 @@ def test_unparseable_sql_is_left_to_the_safety_check() -> None:
 def test_rule_findings_names_the_rule_and_how_to_fix_it() -> None:
     rules = RuleSet("demo", required_conditions=[EXCLUDE_CANCELLED])
     (finding,) = rule_findings(rules, "SELECT sum(total_amount) FROM orders", [], [])
-    assert finding.code == "rule_violation" and finding.rule == "exclude_cancelled"
+    assert finding.code == "rule_violation" and finding.detail["rule"] == "exclude_cancelled"
     assert "exclude cancelled" in finding.message and "status <> 'cancelled'" in finding.message
     assert rule_findings(rules, "SELECT sum(total_amount) FROM orders WHERE status <> 'cancelled'") == []
 
@@ -101,7 +101,7 @@ def test_result_checks_on_named_columns() -> None:
     columns = [Column("name", "text"), Column("revenue", "numeric")]
     assert rule_findings(rules, "SELECT 1", columns, [["a", "10.50"], ["b", "0"]]) == []
     found = rule_findings(rules, "SELECT 1", columns, [["a", "10.50"], [None, "-3.20"]])
-    assert {f.rule for f in found} == {"non_negative", "has_name"}
+    assert {f.detail["rule"] for f in found} == {"non_negative", "has_name"}
     assert any("-3.20" in f.message and "row 2" in f.message for f in found)
     # a result without the column is not checked
     assert rule_findings(rules, "SELECT 1", ["total"], [["-1"]]) == []
