@@ -167,7 +167,8 @@ async def _concurrency(http: httpx.AsyncClient, llm_url: str, n: int, delay: flo
 
     async def contexts() -> float:  # the context stage alone (schema pruning, value matching): CPU and DB
         t0 = time.perf_counter()
-        await asyncio.gather(*(build_context(state, "demo", PASSING[0], None) for _ in range(n)))
+        await asyncio.gather(*(build_context(state, state.settings.context, state.target("demo"), state.ruleset("demo"),
+                                               PASSING[0], None) for _ in range(n)))
         return time.perf_counter() - t0
 
     await questions()  # warm-up: pools, schema cache, statement caches

@@ -6,19 +6,29 @@ import hashlib
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
 from gateway import errors, safety
-from gateway.execute import QueryResult, run_query
+from gateway.execute import QueryResult, Target, run_query
 from gateway.masking import hidden_names_of, mask, mask_fields
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.settings import Limits
-from gateway.state import GatewayState
 
 log = get_logger(__name__)
+
+
+class Databases(Protocol):
+    """What the client-SQL path needs of the configured databases (a :class:`~gateway.state.GatewayState`
+    is one): the target, the safety policy in force (settings plus rules) and the row cap in force."""
+
+    def target(self, name: str) -> Target: ...
+
+    def policy(self, name: str | None) -> safety.Policy: ...
+
+    def max_rows(self, name: str, requested: int | None) -> int | None: ...
 
 
 @dataclass(slots=True)
@@ -62,37 +72,37 @@ class _Verdicts:
 _verdicts = _Verdicts()
 
 
-def check_sql(state: GatewayState, sql: str, database: str | None) -> safety.Verdict:
+def check_sql(databases: Databases, sql: str, database: str | None) -> safety.Verdict:
     """Run the static safety check with the database's policy; count blocks by code."""
-    _enforce_size(state, sql, database)
-    verdict = _verdicts.check(sql, state.policy(database))
+    _enforce_size(databases, sql, database)
+    verdict = _verdicts.check(sql, databases.policy(database))
     for code in verdict.codes:
         metrics.SAFETY_BLOCKS.labels(code).inc()
     return verdict
 
 
-async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows: int | None, *,
+async def run_client_sql(databases: Databases, database: str, sql: str, max_rows: int | None, *,
                          role: str | None = None) -> SqlOutcome:
     """Check ``sql`` and, if allowed, run it on ``database``; raises a GatewayError otherwise.
 
     ``role``: the Postgres role the caller's API key maps to, assumed for this query (``SET LOCAL ROLE``).
     """
     started = time.perf_counter()
-    target = state.target(database)
-    verdict = check_sql(state, sql, database)
+    target = databases.target(database)
+    verdict = check_sql(databases, sql, database)
     checked = time.perf_counter()
     qhash = query_hash(sql)
     if not verdict.allowed:
         structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="blocked",
                                               codes=verdict.codes)
-        names = hidden_names(state, database)  # a finding names what it refused: not a hidden name
+        names = hidden_names(databases, database)  # a finding names what it refused: not a hidden name
         raise errors.SqlBlocked(
             mask("; ".join(f.message for f in verdict.findings), names),
             findings=mask_fields([f.as_dict() for f in verdict.findings], names),
             codes=verdict.codes,
         )
     try:
-        result = await run_query(target, sql, max_rows=state.max_rows(database, max_rows), role=role)
+        result = await run_query(target, sql, max_rows=databases.max_rows(database, max_rows), role=role)
     except errors.GatewayError as exc:
         structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
                                               error=exc.code, sqlstate=exc.extra.get("sqlstate"))
@@ -105,21 +115,21 @@ async def run_client_sql(state: GatewayState, database: str, sql: str, max_rows:
     return SqlOutcome(verdict, result, timings)
 
 
-def hidden_names(state: GatewayState, database: str | None) -> list[str]:
+def hidden_names(databases: Databases, database: str | None) -> list[str]:
     """The names to mask in what is shown about ``database`` (none without a database)."""
     if database is None:
         return []
-    policy = state.policy(database)
+    policy = databases.policy(database)
     return hidden_names_of(policy.hidden_columns, policy.hidden_tables)
 
 
-def verdict_view(state: GatewayState, verdict: safety.Verdict, database: str | None) -> dict[str, Any]:
+def verdict_view(databases: Databases, verdict: safety.Verdict, database: str | None) -> dict[str, Any]:
     """The verdict as shown to a client, hidden names masked."""
-    return mask_fields(verdict.as_dict(), hidden_names(state, database))  # type: ignore[no-any-return]
+    return mask_fields(verdict.as_dict(), hidden_names(databases, database))  # type: ignore[no-any-return]
 
 
-def _enforce_size(state: GatewayState, sql: str, database: str | None) -> None:
-    limits = state.target(database).settings.limits if database else Limits()
+def _enforce_size(databases: Databases, sql: str, database: str | None) -> None:
+    limits = databases.target(database).settings.limits if database else Limits()
     size = len(sql.encode("utf-8"))
     if size > limits.max_sql_bytes:
         setting = f"databases.{database}.limits.max_sql_bytes" if database else "the default max_sql_bytes"
@@ -129,13 +139,13 @@ def _enforce_size(state: GatewayState, sql: str, database: str | None) -> None:
         )
 
 
-def allowed_now(state: GatewayState, database: str, sql: str) -> bool:
+def allowed_now(databases: Databases, database: str, sql: str) -> bool:
     """Whether the database's *current* policy allows ``sql`` (verdicts cached per policy object, no metric).
 
     Stored SQL (approved examples) is re-checked at use: a column hidden since it was approved must not
     come back through a few-shot example or an exact answer.
     """
     try:
-        return _verdicts.check(sql, state.policy(database)).allowed
+        return _verdicts.check(sql, databases.policy(database)).allowed
     except errors.GatewayError:  # the database is gone: nothing of it is usable
         return False

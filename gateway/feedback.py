@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gateway import errors
-from gateway.client_sql import check_sql
+from gateway.client_sql import Databases, check_sql
 from gateway.execute import run_query
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
-from gateway.state import GatewayState
 from gateway.store import Store, audit, corrections, examples, feedback
 from gateway.store.feedback import StoredFeedback
 from gateway.store.pool import store_faults
@@ -39,8 +38,8 @@ AUDIT_TIMEOUT_S = 2.0
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 
 
-def store_of(state: GatewayState) -> Store:
-    store: Store | None = getattr(state, "store", None)
+def store_of(store: Store | None) -> Store:
+    """The feedback store, or ``store_not_configured`` naming the setting when there is none."""
     if store is None:
         raise errors.StoreNotConfigured("set store.dsn: feedback and guidelines live in the store database")
     return store
@@ -62,13 +61,12 @@ def client_id(header: str | None, key_id: str | None = None) -> str:
     return header
 
 
-async def audit_answer(state: GatewayState, answer: Any, evidence: str | None = None) -> None:
+async def audit_answer(store: Store | None, answer: Any, evidence: str | None = None) -> None:
     """Record an answer (a :class:`gateway.pipeline.respond.Answer`) in the store; no-op without a store.
 
     Best effort: a store outage costs the answer its audit row (feedback on it then answers
     ``unknown_request``), never the answer itself.
     """
-    store: Store | None = getattr(state, "store", None)
     if store is None or not answer.request_id:
         return
     try:
@@ -107,8 +105,7 @@ class FeedbackIn:
     reviewer: bool = False
 
 
-async def _submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
-    store = store_of(state)
+async def _submit(store: Store, databases: Databases, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
     entry = await audit.get(store.pool, item.request_id)
     if entry is None:
         raise errors.UnknownRequest(f"no answered question has request id {item.request_id!r}",
@@ -121,7 +118,7 @@ async def _submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback
     if existing is not None:
         return _same_or_conflict(existing, item), False
     if item.corrected_sql:
-        await _verify_correction(state, entry.database, item.corrected_sql, item.pg_role)
+        await _verify_correction(databases, entry.database, item.corrected_sql, item.pg_role)
 
     async with store.transaction() as conn:
         stored = await feedback.insert(conn, request_id=item.request_id, client_id=item.client_id,
@@ -164,8 +161,10 @@ class _Raced(Exception):
     pass
 
 
-async def submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
+async def submit(store: Store, databases: Databases, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
     """Store the feedback; returns it and whether it is new (False: an identical earlier submission).
+
+    ``databases`` checks and runs a ``corrected_sql`` on the answer's database before it is stored.
 
     Two identical submissions racing each other resolve to the one that committed first.
     """
@@ -173,9 +172,9 @@ async def submit(state: GatewayState, item: FeedbackIn) -> tuple[StoredFeedback,
     # feedback whose commit was cut off is found by the client's retry (feedback is idempotent).
     with store_faults("the feedback was not recorded, send it again later"):
         try:
-            return await _submit(state, item)
+            return await _submit(store, databases, item)
         except _Raced:
-            existing = await feedback.get(store_of(state).pool, item.request_id, item.client_id)
+            existing = await feedback.get(store.pool, item.request_id, item.client_id)
             assert existing is not None
             return _same_or_conflict(existing, item), False
 
@@ -190,16 +189,16 @@ def _same_or_conflict(existing: StoredFeedback, item: FeedbackIn) -> StoredFeedb
     return existing
 
 
-async def _verify_correction(state: GatewayState, database: str, sql: str, role: str | None) -> None:
+async def _verify_correction(databases: Databases, database: str, sql: str, role: str | None) -> None:
     """The corrected SQL must pass the safety check and run; raises the problem that says why not."""
-    verdict = check_sql(state, sql, database)
+    verdict = check_sql(databases, sql, database)
     if not verdict.allowed:
         raise errors.CorrectionBlocked(
             "corrected_sql was refused: " + "; ".join(f.message for f in verdict.findings),
             findings=[f.as_dict() for f in verdict.findings], codes=verdict.codes,
         )
     # Running it proves it executes; one row is enough to prove that and keeps the call cheap.
-    await run_query(state.target(database), sql, max_rows=1, role=role)
+    await run_query(databases.target(database), sql, max_rows=1, role=role)
 
 
 async def _refresh_accuracy(store: Store, database: str) -> None:

@@ -176,23 +176,23 @@ class Gateway:
 
     async def feedback(self, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
         """Store a verdict (and corrected SQL) on an answer; ``True`` when it was new. Committed first."""
-        return await submit(self.state, item)
+        return await submit(store_of(self.state.store), self.state, item)
 
     async def guidelines(self) -> list[GuidelineVersion]:
-        return await guidelines.list_all(store_of(self.state).pool)
+        return await guidelines.list_all(store_of(self.state.store).pool)
 
     async def guideline(self, version: int) -> GuidelineVersion:
-        return await lifecycle.get(store_of(self.state), version)
+        return await lifecycle.get(store_of(self.state.store), version)
 
     async def regenerate(self, *, activate: bool | None = None) -> Any:
         """Run MAGIC over the corrections not yet used; returns the run's report."""
-        return await lifecycle.run_regeneration(self.state, store_of(self.state), activate=activate)
+        return await lifecycle.run_regeneration(self.state, store_of(self.state.store), activate=activate)
 
     async def activate(self, version: int, *, force: bool = False) -> GuidelineVersion:
-        return await lifecycle.activate(self.state, store_of(self.state), version, force=force)
+        return await lifecycle.activate(self.state, store_of(self.state.store), version, force=force)
 
     async def rollback(self, version: int | None = None) -> GuidelineVersion:
-        return await lifecycle.rollback(self.state, store_of(self.state), version)
+        return await lifecycle.rollback(self.state, store_of(self.state.store), version)
 
     # --- health -----------------------------------------------------------------------------------------
 

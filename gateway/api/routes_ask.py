@@ -65,7 +65,7 @@ async def post_ask(body: AskRequest, request: Request, state: GatewayState = Dep
             background=BackgroundTask(_hand_over_streamed, state, q, answers),
         )
     answer = await ask(state, q)
-    await audit_answer(state, answer, q.evidence)  # committed before the answer goes out: feedback may follow
+    await audit_answer(state.store, answer, q.evidence)  # committed before the answer goes out: feedback may follow
     return Response(to_json(answer.as_dict()), media_type="application/json",
                     background=BackgroundTask(hand_over, state.corrections, corrections_of(answer, q)))
 
@@ -74,7 +74,7 @@ async def _events(state: GatewayState, q: Question, answers: list[Answer]) -> As
     try:
         async for name, data in ask_events(state, q, answers):
             if name == "answer":
-                await audit_answer(state, answers[-1], q.evidence)
+                await audit_answer(state.store, answers[-1], q.evidence)
             yield sse(name, data)
     except errors.GatewayError as exc:
         yield sse("problem", _problem(exc, q.request_id))

@@ -41,7 +41,7 @@ async def list_examples(
     state: GatewayState = Depends(get_state),
     principal: Principal = Depends(authorize),
 ) -> ExampleList:
-    found = await listing(store_of(state), status, database, principal.may_use, limit)
+    found = await listing(store_of(state.store), status, database, principal.may_use, limit)
     return ExampleList(examples=[ExampleOut(**e.as_dict()) for e in found])
 
 
@@ -55,7 +55,7 @@ async def list_examples(
 async def approve(example_id: ExampleId, body: ReviewRequest | None = None,
                   state: GatewayState = Depends(get_state),
                   principal: Principal = Depends(authorize)) -> ExampleOut:
-    decided = await decide(store_of(state), example_id, "approved", reviewer=client_id(None, principal.key_id),
+    decided = await decide(store_of(state.store), example_id, "approved", reviewer=client_id(None, principal.key_id),
                            note=body.note if body else None, may_use=principal.may_use)
     return ExampleOut(**decided.as_dict())
 
@@ -69,6 +69,6 @@ async def approve(example_id: ExampleId, body: ReviewRequest | None = None,
 async def reject(example_id: ExampleId, body: ReviewRequest | None = None,
                  state: GatewayState = Depends(get_state),
                  principal: Principal = Depends(authorize)) -> ExampleOut:
-    decided = await decide(store_of(state), example_id, "rejected", reviewer=client_id(None, principal.key_id),
+    decided = await decide(store_of(state.store), example_id, "rejected", reviewer=client_id(None, principal.key_id),
                            note=body.note if body else None, may_use=principal.may_use)
     return ExampleOut(**decided.as_dict())

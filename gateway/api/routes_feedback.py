@@ -14,7 +14,7 @@ from gateway.api.models import FeedbackRequest, FeedbackResponse
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal, Role
 from gateway.auth.access import authorize
-from gateway.feedback import FeedbackIn, client_id, feedback_dict, submit
+from gateway.feedback import FeedbackIn, client_id, feedback_dict, store_of, submit
 from gateway.state import GatewayState
 
 router = APIRouter(prefix="/v1", tags=["feedback"])
@@ -49,6 +49,6 @@ async def post_feedback(
                       verdict=body.verdict, corrected_sql=body.corrected_sql, note=body.note,
                       may_use=principal.check_database, pg_role=principal.pg_role,
                       reviewer=principal.key_id is not None and principal.role.allows(Role.DBA))
-    stored, created = await submit(state, item)
+    stored, created = await submit(store_of(state.store), state, item)
     return Response(json.dumps({**feedback_dict(stored), "created": created}), media_type="application/json",
                     status_code=201 if created else 200)

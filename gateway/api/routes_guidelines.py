@@ -37,7 +37,7 @@ STORE = (errors.StoreNotConfigured, errors.StoreUnavailable, errors.Unauthorized
             responses=openapi_responses(*STORE))
 async def list_guidelines(state: GatewayState = Depends(get_state)) -> GuidelineList:
     with store_faults("the versions could not be read"):
-        versions = await guidelines.list_all(store_of(state).pool)
+        versions = await guidelines.list_all(store_of(state.store).pool)
     active = next((v.version for v in versions if v.status == "active"), None)
     return GuidelineList(active=active, versions=[GuidelineSummary(**v.summary()) for v in versions])
 
@@ -46,7 +46,7 @@ async def list_guidelines(state: GatewayState = Depends(get_state)) -> Guideline
             responses=openapi_responses(errors.UnknownGuidelineVersion, *STORE))
 async def get_guideline(version: Version, state: GatewayState = Depends(get_state)) -> GuidelineDetail:
     with store_faults("the version could not be read"):
-        return GuidelineDetail(**(await lifecycle.get(store_of(state), version)).as_dict())
+        return GuidelineDetail(**(await lifecycle.get(store_of(state.store), version)).as_dict())
 
 
 @router.post(
@@ -61,7 +61,8 @@ async def get_guideline(version: Version, state: GatewayState = Depends(get_stat
 async def regenerate(body: RegenerateRequest | None = None,
                      state: GatewayState = Depends(get_state)) -> RegenerateResponse:
     with store_faults("the regeneration did not finish; run it again"):
-        report = await lifecycle.run_regeneration(state, store_of(state), activate=body.activate if body else None)
+        report = await lifecycle.run_regeneration(state, store_of(state.store),
+                                                  activate=body.activate if body else None)
     return RegenerateResponse(**report.as_dict())
 
 
@@ -76,5 +77,5 @@ async def regenerate(body: RegenerateRequest | None = None,
 async def activate(version: Version, body: ActivateRequest | None = None,
                    state: GatewayState = Depends(get_state)) -> GuidelineDetail:
     with store_faults("the version was not activated"):
-        activated = await lifecycle.activate(state, store_of(state), version, force=body.force if body else False)
+        activated = await lifecycle.activate(state, store_of(state.store), version, force=body.force if body else False)
     return GuidelineDetail(**activated.as_dict())

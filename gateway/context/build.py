@@ -8,12 +8,13 @@ examples) also passes the redactor. A hidden table or column cannot reach a prom
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from gateway.context.cache import SchemaSnapshot
+from gateway.context.cache import SchemaCache, SchemaSnapshot
 from gateway.context.model import Context, estimate_tokens
 from gateway.context.prune import Rendered, neighbours, score_tables, select
 from gateway.context.render import Redactor, render_rules, render_table
+from gateway.context.sources import ExamplesSource, GuidelineSource
 from gateway.context.values import match_values
 from gateway.context.words import keywords, phrases
 from gateway.execute.introspect import Schema
@@ -21,7 +22,20 @@ from gateway.rules.model import RuleSet
 from gateway.rules.visibility import visible_schema
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from gateway.execute import Target
+    from gateway.settings import ContextSettings
+
+
+class Sources(Protocol):
+    """Where the context's parts come from: the schema cache, the active guideline and verified examples.
+
+    A :class:`~gateway.state.GatewayState` is one; the feedback store swaps its guideline and examples
+    sources in place, so they are read at each call rather than captured.
+    """
+
+    schemas: SchemaCache
+    guidelines: GuidelineSource
+    examples: ExamplesSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +73,11 @@ def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _P
     return prepared
 
 
-async def build_context(state: GatewayState, database: str, question: str, evidence: str | None) -> Context:
-    """The context for ``question`` on ``database``; UnknownDatabase / DatabaseUnavailable when it cannot."""
-    settings = state.settings.context
-    target = state.target(database)
-    rules = state.ruleset(database)
-    snapshot = await state.schemas.get(target, rules)
+async def build_context(sources: Sources, settings: ContextSettings, target: Target, rules: RuleSet,
+                        question: str, evidence: str | None) -> Context:
+    """The context for ``question`` on ``target`` under ``rules``; DatabaseUnavailable when it cannot."""
+    database = target.name
+    snapshot = await sources.schemas.get(target, rules)
     prepared = _prepare(snapshot, rules, settings.sample_values)
     schema, redact, values, rendered = prepared.schema, prepared.redact, prepared.values, prepared.rendered
 
@@ -80,9 +93,9 @@ async def build_context(state: GatewayState, database: str, question: str, evide
     schema_text = "\n\n".join(by_name[n].compact if compact else by_name[n].full for n, compact in chosen)
     rules_text = render_rules(rules, kept, redact)
 
-    guideline = await state.guidelines.active(database)
+    guideline = await sources.guidelines.active(database)
     guideline = type(guideline)(guideline.version, redact.clean(guideline.text))
-    examples = await state.examples.similar(database, question, settings.examples) if settings.examples else []
+    examples = await sources.examples.similar(database, question, settings.examples) if settings.examples else []
     # A verified example that names a hidden object (from before it was hidden) must not reach the prompt.
     examples = [e for e in examples if not redact.mentions_hidden(f"{e.question}\n{e.sql}")]
     hints = [h for h in hints if h.table in kept]

@@ -97,7 +97,8 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         if state.settings.store.exact_match_answers:  # the demo's offline mode: say what does work
             raise await offline_answers_only(state, q, exc) from None
         raise
-    ctx = await build_context(state, q.database, q.question, q.evidence)
+    ctx = await build_context(state, state.settings.context, target, state.ruleset(q.database), q.question,
+                              q.evidence)
     run = _Run(state, q, target, llm, model, policy, deadline, ctx, state.ruleset(q.database), hidden)
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []

@@ -25,6 +25,12 @@ instructions:
 HIDDEN_WORDS = ("salary", "payments", "paid_at")
 
 
+async def context_for(state, database: str, question: str, evidence: str | None = None):  # type: ignore[no-untyped-def]
+    """build_context with the parts a gateway's state holds for ``database``."""
+    return await build_context(state, state.settings.context, state.target(database), state.ruleset(database),
+                               question, evidence)
+
+
 def everything(ctx) -> str:  # type: ignore[no-untyped-def]
     return "\n".join([ctx.schema_text, ctx.rules_text, ctx.guideline.text, ctx.value_hints_text,
                       *(f"{e.question} {e.sql}" for e in ctx.examples), *(str(h) for h in ctx.value_hints),
@@ -52,7 +58,7 @@ async def test_hidden_objects_never_reach_the_context(make_state) -> None:  # ty
     for question in questions:
         for budget in (300, 4000):
             state.settings.context.token_budget = budget
-            ctx = await build_context(state, "demo", question, evidence="salary means employees.salary")
+            ctx = await context_for(state, "demo", question, evidence="salary means employees.salary")
             text = everything(ctx).lower()
             for word in HIDDEN_WORDS:
                 assert not re.search(rf"\b{word}\b", text), (word, question, budget)
@@ -67,7 +73,7 @@ async def test_hidden_objects_never_reach_the_context(make_state) -> None:  # ty
 
 async def test_whole_schema_when_it_fits(make_state) -> None:  # type: ignore[no-untyped-def]
     state = await make_state(token_budget=20_000)
-    ctx = await build_context(state, "demo", "How many orders per channel?", None)
+    ctx = await context_for(state, "demo", "How many orders per channel?", None)
     assert set(ctx.tables) == {"categories", "customers", "employees", "events", "order_items", "orders",
                                "payments", "products", "regions"}
     assert "CREATE TABLE orders (" in ctx.schema_text
@@ -87,7 +93,7 @@ async def test_whole_schema_when_it_fits(make_state) -> None:  # type: ignore[no
 ])
 async def test_pruning_keeps_what_the_question_needs(make_state, question, must, must_not) -> None:  # type: ignore[no-untyped-def]
     state = await make_state(token_budget=1200)
-    ctx = await build_context(state, "demo", question, None)
+    ctx = await context_for(state, "demo", question, None)
     assert must <= set(ctx.tables), ctx.tables
     assert not (must_not & set(ctx.tables)), ctx.tables
     assert estimate_tokens(ctx.schema_text) <= 1200
@@ -98,7 +104,7 @@ async def test_pruning_keeps_what_the_question_needs(make_state, question, must,
 async def test_pruning_stays_within_small_budgets(make_state) -> None:  # type: ignore[no-untyped-def]
     for budget in (200, 400, 800, 1600):
         state = await make_state(token_budget=budget)
-        ctx = await build_context(state, "demo", "revenue per customer segment and region by channel", None)
+        ctx = await context_for(state, "demo", "revenue per customer segment and region by channel", None)
         assert ctx.tables
         assert estimate_tokens(ctx.schema_text) <= budget or len(ctx.tables) == 1, (budget, ctx.tables)
 
@@ -106,7 +112,7 @@ async def test_pruning_stays_within_small_budgets(make_state) -> None:  # type: 
 @pytest.mark.parametrize("phrase", ["nord america", "NORTH AMERICA", "north amerika", "North-America"])
 async def test_value_matching_finds_the_stored_literal(make_state, phrase: str) -> None:  # type: ignore[no-untyped-def]
     state = await make_state()
-    ctx = await build_context(state, "demo", f"How many customers are in {phrase}?", None)
+    ctx = await context_for(state, "demo", f"How many customers are in {phrase}?", None)
     best = ctx.value_hints[0]
     assert (best.table, best.column, best.value) == ("regions", "name", "North America"), ctx.value_hints
     assert "regions" in ctx.tables
@@ -136,10 +142,10 @@ async def test_schema_cache_refreshes_after_its_ttl(make_state, demo_admin_dsn: 
 
 async def test_rule_edits_change_the_context_without_a_restart(make_state, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     state = await make_state("instructions: [Always answer in euros.]\n")
-    ctx = await build_context(state, "demo", "average salary per department", None)
+    ctx = await context_for(state, "demo", "average salary per department", None)
     assert "Always answer in euros." in ctx.rules_text and "salary numeric" in ctx.schema_text
     (state.settings.rules_dir / "demo.yaml").write_text(
         "instructions: [Round to whole dollars.]\ntables:\n  employees:\n    columns:\n      salary: {hidden: true}\n")
-    ctx = await build_context(state, "demo", "average salary per department", None)
+    ctx = await context_for(state, "demo", "average salary per department", None)
     assert "Round to whole dollars." in ctx.rules_text and "euros" not in ctx.rules_text
     assert "salary" not in ctx.schema_text
