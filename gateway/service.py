@@ -35,6 +35,7 @@ from gateway.execute.introspect import introspect
 from gateway.feedback import FeedbackIn, StoredFeedback, store_of, submit
 from gateway.llm import open_llm
 from gateway.magic import lifecycle
+from gateway.magic.run import RunReport
 from gateway.magic.wiring import open_feedback_store
 from gateway.observability.logging import get_logger
 from gateway.pipeline import Answer, Question, ask, ask_events, llm_for
@@ -57,14 +58,20 @@ class Gateway:
     """Pools, store, LLM client, rules, caches and the regeneration scheduler, with the operations on them.
 
     Use it as an async context manager; the resources open on entry and close on exit, in reverse order.
+    Operations refused for a reason a caller can act on raise a :class:`~gateway.errors.GatewayError`
+    subclass carrying the stable problem ``code`` (``sql_blocked``, ``unknown_database``, ``forbidden``,
+    ``llm_not_configured`` ...) and its fields in ``extra``, the same codes the HTTP API answers with.
     """
 
     def __init__(self, settings: Settings) -> None:
+        """Keep the settings; nothing opens until ``async with`` (or ``await gw.__aenter__()``)."""
         self.settings = settings
         self._state: GatewayState | None = None
         self._stack: AsyncExitStack | None = None
 
     async def __aenter__(self) -> Gateway:
+        """Open everything: the target pools, rules, LLM client, feedback store (migrations, scheduler) and
+        the privilege report. What opened before a failure is closed again before the error propagates."""
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
@@ -77,6 +84,7 @@ class Gateway:
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
+        """Close what :meth:`__aenter__` opened, in reverse order; the gateway can be opened again."""
         stack, self._stack = self._stack, None
         self._state = None
         if stack is not None:
@@ -110,7 +118,8 @@ class Gateway:
     # --- databases and schema -------------------------------------------------------------------------
 
     def databases(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
-        """The target databases this principal may use: name, description and limits."""
+        """The target databases this principal may use: ``name``, ``description``, ``max_rows`` and
+        ``statement_timeout_ms`` each, in configuration order."""
         return [
             {"name": t.name, "description": t.settings.description, "max_rows": t.settings.limits.max_rows,
              "statement_timeout_ms": t.settings.limits.statement_timeout_ms}
@@ -121,7 +130,8 @@ class Gateway:
                      principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """Tables, columns, types, keys and comments; what the rules hide is left out.
 
-        ``tables``: only these (by name, or ``schema.name``); unknown names are simply absent.
+        ``tables``: only these (by name, or ``schema.name``); unknown names are simply absent. Raises
+        ``unknown_database``, ``forbidden`` (not in the principal's list) or ``database_unavailable``.
         """
         principal.check_database(database)
         state = self.state
@@ -135,7 +145,12 @@ class Gateway:
     # --- SQL a client wrote ---------------------------------------------------------------------------
 
     def check(self, sql: str, database: str | None = None, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
-        """The safety verdict for ``sql`` under ``database``'s policy (hidden names masked), without running it."""
+        """The safety verdict for ``sql`` under ``database``'s policy (hidden names masked), without running it.
+
+        Returns ``{"allowed", "statement_kind", "codes", "findings"}`` (findings as
+        :meth:`gateway.findings.Finding.as_dict`). Without ``database`` the default policy applies. A refusal
+        is a verdict, not an exception; ``sql_too_large`` and ``unknown_database`` raise.
+        """
         if database is not None:
             principal.check_database(database)
         return verdict_view(self.state, check_sql(self.state, sql, database), database)
@@ -144,7 +159,10 @@ class Gateway:
                   principal: Principal = ANONYMOUS) -> SqlOutcome:
         """Check ``sql`` and run exactly that text read-only, as the principal's Postgres role.
 
-        Raises a :class:`~gateway.errors.GatewayError` (``sql_blocked``, ``query_error`` ...) otherwise.
+        Returns the verdict, the result (``columns``, ``rows``, ``row_count``, ``truncated``; at most
+        ``max_rows`` rows, lowered by the database's limits and rules) and the timings. Raises a
+        :class:`~gateway.errors.GatewayError` otherwise: ``sql_blocked`` (with the findings),
+        ``query_error`` / ``statement_timeout`` ... (with the SQLSTATE), ``unknown_database``, ``forbidden``.
         """
         principal.check_database(database)
         return await run_client_sql(self.state, database, sql, max_rows, role=principal.pg_role)
@@ -153,9 +171,12 @@ class Gateway:
 
     def question(self, database: str, question: str, *, evidence: str | None = None, max_rows: int | None = None,
                  request_id: str | None = None, principal: Principal = ANONYMOUS) -> Question:
-        """A question as the pipeline takes it, after the principal's access is checked.
+        """A question as the pipeline takes it, after the principal's access is checked; pass it to
+        :meth:`ask` or :meth:`ask_events`.
 
-        Fails with ``llm_not_configured`` up front when no LLM can answer (unless verified examples may).
+        ``evidence``: domain knowledge that helps answer; ``max_rows``: a lower row cap for the answer;
+        ``request_id``: the id under which the answer is audited and feedback names it. Fails with
+        ``llm_not_configured`` up front when no LLM can answer (unless verified examples may).
         """
         principal.check_database(database)
         state = self.state
@@ -164,7 +185,13 @@ class Gateway:
         return Question(database, question, evidence, max_rows, request_id, role=principal.pg_role)
 
     async def ask(self, q: Question) -> Answer:
-        """Answer a question: generate, check, execute, validate and reflect (see :mod:`gateway.pipeline`)."""
+        """Answer a question: generate, check, execute, validate and reflect (see :mod:`gateway.pipeline`).
+
+        The :class:`~gateway.pipeline.Answer` has the ``status`` (``ok``, ``suspicious``, ``failed``,
+        ``blocked``), the chosen attempt and every attempt with its findings, and the ``stop_reason``;
+        ``answer.as_dict()`` is the ``POST /v1/ask`` body. Raises ``llm_unavailable``, ``llm_bad_output`` or
+        ``deadline_exceeded`` when no attempt produced SQL to show.
+        """
         return await ask(self.state, q)
 
     def ask_events(self, q: Question, answers: list[Answer]) -> AsyncIterator[tuple[str, Any]]:
@@ -175,23 +202,37 @@ class Gateway:
     # --- feedback and guidelines ----------------------------------------------------------------------
 
     async def feedback(self, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
-        """Store a verdict (and corrected SQL) on an answer; ``True`` when it was new. Committed first."""
+        """Store a verdict (and corrected SQL) on an answer; ``True`` when it was new. Committed first.
+
+        The answer is named by its audited ``request_id``; a ``corrected_sql`` must pass the safety check and
+        run. Raises ``store_not_configured``, ``unknown_request``, ``correction_blocked`` or
+        ``feedback_conflict`` (the same client already said something else).
+        """
         return await submit(store_of(self.state.store), self.state, item)
 
     async def guidelines(self) -> list[GuidelineVersion]:
+        """Every guideline version in the store (active, candidates, retired), with provenance."""
         return await guidelines.list_all(store_of(self.state.store).pool)
 
     async def guideline(self, version: int) -> GuidelineVersion:
+        """One guideline version; ``unknown_guideline_version`` when there is none with that number."""
         return await lifecycle.get(store_of(self.state.store), version)
 
-    async def regenerate(self, *, activate: bool | None = None) -> Any:
-        """Run MAGIC over the corrections not yet used; returns the run's report."""
+    async def regenerate(self, *, activate: bool | None = None) -> RunReport:
+        """Run MAGIC over the corrections not yet used; returns the run's report.
+
+        ``activate``: activate a new version that passes the gate (``None``: as ``magic.auto_activate``
+        says). Raises ``regeneration_running`` when another replica holds the lock, ``llm_not_configured``.
+        """
         return await lifecycle.run_regeneration(self.state, store_of(self.state.store), activate=activate)
 
     async def activate(self, version: int, *, force: bool = False) -> GuidelineVersion:
+        """Make ``version`` the active guideline. A candidate must first pass the activation gate (not worse on
+        held-out verified examples) unless ``force``; ``guideline_gate_failed`` says why it did not."""
         return await lifecycle.activate(self.state, store_of(self.state.store), version, force=force)
 
     async def rollback(self, version: int | None = None) -> GuidelineVersion:
+        """Activate ``version``, or the version active before the current one, without the gate."""
         return await lifecycle.rollback(self.state, store_of(self.state.store), version)
 
     # --- health -----------------------------------------------------------------------------------------
