@@ -15,12 +15,13 @@ reflection prompts are built from those, so they carry masked text too.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gateway.errors import GatewayError
-    from gateway.state import GatewayState
+    from gateway.execute import Target
+    from gateway.safety import Policy
 
 MASK = "[hidden]"
 
@@ -69,11 +70,12 @@ def mask_error(error: GatewayError, names: Sequence[str]) -> GatewayError:
     return error
 
 
-def install(state: GatewayState) -> None:
-    """Mask each target's database errors with the hidden names of its live policy (rules reload included)."""
-    for name, target in state.targets.by_name.items():
+def install(targets: Mapping[str, Target], policy_of: Callable[[str], Policy]) -> None:
+    """Mask each target's database errors with the hidden names of its live policy (rules reload included):
+    ``policy_of`` is asked at each error, so a reloaded rule file applies at once."""
+    for name, target in targets.items():
         def names(name: str = name) -> list[str]:
-            policy = state.policy(name)
+            policy = policy_of(name)
             return hidden_names_of(policy.hidden_columns, policy.hidden_tables)
 
         target.hidden_names = names

@@ -97,7 +97,7 @@ class Gateway:
         stack.push_async_callback(targets.close)
         state = GatewayState(settings=settings, targets=targets)
         state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
-        masking.install(state)  # database errors lose hidden names where they become gateway errors
+        masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
         state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
         # None when no endpoint is configured: asking then answers llm_not_configured

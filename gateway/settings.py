@@ -91,7 +91,8 @@ class AskPolicy(BaseModel):
     reflect_on: frozenset[str] = Field(
         default=FINDING_CODES_REFLECTED_BY_DEFAULT,
         description="Finding codes that trigger a reflection; exec_error, blocked and no_sql always do. "
-        "Other findings leave the answer `suspicious`.",
+        "Other findings leave the answer `suspicious`. Codes come from the registry (gateway/findings.py); one "
+        "that cannot trigger a reflection (unknown, a safety code, repeated_sql) is a configuration error.",
     )
     guideline_scenario: Literal["errors_only", "suspicious", "all"] = Field(
         default="suspicious",

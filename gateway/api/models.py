@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gateway.findings import CODES
+
 
 class RequestBody(BaseModel):
     """Base of every request body: unknown members are refused, and so is NUL in any string.
@@ -125,9 +127,9 @@ class AskRequest(RequestBody):
 class AskFindingOut(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    code: str = Field(description="exec_error, blocked, no_sql, empty_result, null_heavy, count_mismatch, "
-                      "grouping_mismatch, duplicate_rows, truncated, rule_violation, llm_judge or repeated_sql. "
-                      "Extra members: sqlstate/position/hint (exec_error), codes (blocked), rule ...")
+    code: str = Field(description=", ".join(c.name for c in CODES.values() if c.family != "safety") + " (the "
+                      "README's finding codes). Extra members: error/sqlstate/position/hint (exec_error), codes "
+                      "(blocked, the safety codes), rule (rule_violation) ...")
     message: str
 
 
