@@ -129,3 +129,19 @@ def test_pipeline_stages_live_in_one_package_in_order() -> None:
     doc = pipeline.__doc__ or ""
     positions = [doc.index(f"gateway.pipeline.{stage}") for stage in stages]
     assert positions == sorted(positions), "the package docstring lists the stages in the order they run"
+
+
+# Orchestrators run a whole question (or a MAGIC / eval run) and hold the state; everything else takes the
+# parts it uses, so that its dependencies are visible in its signature and its tests need only those.
+ORCHESTRATORS = {"pipeline/loop.py", "pipeline/verified.py", "pipeline/stream.py",
+                 "rules/grants.py"}  # report_privileges keeps its report on the state for /readyz
+
+
+def test_stages_take_what_they_use_not_the_whole_state() -> None:
+    folders = ("pipeline", "context", "safety", "execute", "rules")
+    stages = [path for folder in folders for path in (PACKAGE / folder).rglob("*.py")]
+    stages += [PACKAGE / name for name in ("client_sql.py", "feedback.py", "masking.py", "findings.py")]
+    for path in stages:
+        rel = str(path.relative_to(PACKAGE))
+        if rel not in ORCHESTRATORS:
+            assert "gateway.state" not in imports(path), f"{rel} takes the whole GatewayState: pass it the parts"
