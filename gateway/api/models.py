@@ -125,9 +125,9 @@ class AskRequest(RequestBody):
 class AskFindingOut(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    code: str = Field(description="exec_error, blocked, no_sql, empty_result, null_heavy, count_mismatch, "
-                      "grouping_mismatch, duplicate_rows, truncated, rule_violation, llm_judge or repeated_sql. "
-                      "Extra members: sqlstate/position/hint (exec_error), codes (blocked), rule ...")
+    code: str = Field(description="exec_error, blocked, no_sql, empty_result, empty_aggregate, null_heavy, "
+                      "count_mismatch, grouping_mismatch, duplicate_rows, truncated, rule_violation, llm_judge or "
+                      "repeated_sql. Extra members: sqlstate/position/hint (exec_error), codes (blocked), rule ...")
     message: str
 
 
