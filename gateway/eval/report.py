@@ -10,7 +10,7 @@ Comparable numbers: EX under the project's strict comparison and under the publi
 (``ex_defog``: defog sql-eval; ``ex_bird``: BIRD; see :mod:`gateway.eval.score`).
 
 Validation precision: per scenario, of the requests whose first attempt was right, how many the loop
-reflected on and how many ended ``suspicious`` (``false_alarms``; under ``gold_first`` every first attempt is
+reflected on because validation flagged them and how many ended ``suspicious`` (``false_alarms``; under ``gold_first`` every first attempt is
 the gold SQL); over the whole run, for every finding code, how often it fired on right and on wrong attempts
 (``findings``: precision = share of its firings on wrong attempts, recall = share of wrong attempts it fired
 on; each distinct (question, SQL) attempt counted once, since scenarios repeat the same first attempt).
@@ -68,9 +68,12 @@ def _accuracy(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def false_alarms(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Of the requests whose first attempt was right: how many were reflected on, how many ended suspicious."""
+    """Of the requests whose first attempt was right: how many were reflected on because validation flagged
+    it (a guideline review of a passing answer, under ``all``, is the scenario's design, not an alarm), and
+    how many ended suspicious."""
     right = [r for r in records if r.get("first_correct")]
-    reflected = sorted(r["id"] for r in right if int(r.get("attempts") or 0) > 1)
+    reflected = sorted(r["id"] for r in right if int(r.get("attempts") or 0) > 1
+                       and not ((r.get("trace") or [{}])[0].get("passed", False)))
     suspicious = sorted(r["id"] for r in right if r.get("status") == "suspicious")
     either = sorted(set(reflected) | set(suspicious))
     return {"right_first": len(right), "reflected": len(reflected), "suspicious": len(suspicious),

@@ -100,3 +100,17 @@ async def test_an_aggregate_over_no_matching_rows_is_reflected_and_counted_per_c
     for code in ("count_mismatch", "grouping_mismatch", "duplicate_rows", "null_heavy"):
         assert codes[code]["fired"] == 0, code
     assert "| empty_aggregate | 1 | 0 | 1 | 100.0% | 100.0% |" in report["_markdown"]
+
+
+def test_a_guideline_review_of_a_passing_answer_is_not_a_false_alarm() -> None:
+    from gateway.eval.report import false_alarms
+
+    def record(qid: str, passed_first: bool, attempts: int, status: str) -> dict:
+        return {"id": qid, "first_correct": True, "attempts": attempts, "status": status,
+                "trace": [{"passed": passed_first}] + [{"passed": True}] * (attempts - 1)}
+
+    alarms = false_alarms([record("reviewed", True, 2, "ok"), record("flagged", False, 2, "ok"),
+                           record("left", True, 1, "suspicious"), record("quiet", True, 1, "ok"),
+                           {"id": "wrong", "first_correct": False, "attempts": 3, "status": "suspicious"}])
+    assert alarms == {"right_first": 4, "reflected": 1, "suspicious": 1, "reflected_or_suspicious": 2,
+                      "rate": 0.5, "ids": ["flagged", "left"]}
