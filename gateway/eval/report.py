@@ -11,9 +11,10 @@ Comparable numbers: EX under the project's strict comparison and under the publi
 
 Validation precision: per scenario, of the requests whose first attempt was right, how many the loop
 reflected on because validation flagged them and how many ended ``suspicious`` (``false_alarms``; under
-``gold_first`` every first attempt is the gold SQL); over the whole run, for every finding code, how often it fired on right and on wrong attempts
-(``findings``: precision = share of its firings on wrong attempts, recall = share of wrong attempts it fired
-on; each distinct (question, SQL) attempt counted once, since scenarios repeat the same first attempt).
+``gold_first`` every first attempt is the gold SQL); over the whole run, for every finding code, how often
+it fired on right and on wrong attempts (``findings``: precision = share of its firings on wrong attempts,
+recall = share of wrong attempts it fired on; each distinct (question, SQL) attempt counted once, since
+scenarios repeat the same first attempt).
 """
 
 from __future__ import annotations
