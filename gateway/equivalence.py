@@ -53,7 +53,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["gold_is_ordered", "normalize_cell", "same_result"]
+__all__ = ["asks_for_order", "gold_is_ordered", "normalize_cell", "same_result", "same_result_bird",
+           "same_result_defog"]
 
 SIGNIFICANT_DIGITS = 6
 # Bound on the column mappings tried before giving up: identical columns (say, all NULL) could otherwise
@@ -186,6 +187,54 @@ def _candidate_mappings(gold: list[Key], pred: list[Key], n_gold: int, n_pred: i
 
 def _preferring(i: int, n: int) -> list[int]:
     return [i, *(j for j in range(n) if j != i)] if i < n else list(range(n))
+
+
+# defog sql-eval's own cue for "the question asks for an order" (eval/eval.py, normalize_table)
+_ORDER_WORDS = re.compile(r"\b(order|sort|arrange)\b", re.IGNORECASE)
+
+
+def asks_for_order(question: str) -> bool:
+    """defog sql-eval's test: the question itself says order, sort or arrange.
+
+    >>> asks_for_order("List the regions, highest revenue first"), asks_for_order("Sort regions by revenue")
+    (False, True)
+    """
+    return bool(_ORDER_WORDS.search(question))
+
+
+def same_result_defog(gold_columns: Sequence[Any], gold_rows: Sequence[Sequence[Cell]], pred_columns: Sequence[Any],
+                      pred_rows: Sequence[Sequence[Cell]], *, ordered: bool) -> bool:
+    """defog sql-eval's convention: duplicate rows dropped on both sides, row order compared only when
+    ``ordered`` (pass the gold's ORDER BY *and* :func:`asks_for_order` of the question), and extra columns
+    allowed: the gold's columns need only match a subset of the prediction's.
+
+    >>> same_result_defog(["a"], [[1], [2]], ["a", "b"], [[2, "y"], [1, "x"], [1, "x"]], ordered=False)
+    True
+    """
+    return same_result(gold_columns, _unique(gold_rows), pred_columns, _unique(pred_rows), ordered=ordered,
+                       allow_extra_columns=True)
+
+
+def same_result_bird(gold_rows: Sequence[Sequence[Cell]], pred_rows: Sequence[Sequence[Cell]]) -> bool:
+    """BIRD's convention (``set(predicted) == set(ground_truth)``): rows as a *set* of tuples, columns in
+    their order, no extra columns; cells compare as in :func:`same_result`.
+
+    >>> same_result_bird([[1, "x"]], [[1, "x"], [1.0, "x"]]), same_result_bird([[1, "x"]], [["x", 1]])
+    (True, False)
+    """
+    return {tuple(normalize_cell(c) for c in r) for r in gold_rows} == \
+        {tuple(normalize_cell(c) for c in r) for r in pred_rows}
+
+
+def _unique(rows: Sequence[Sequence[Cell]]) -> list[Sequence[Cell]]:
+    seen: set[Key] = set()
+    out = []
+    for row in rows:
+        key = tuple(normalize_cell(c) for c in row)
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
 
 
 def gold_is_ordered(sql: str) -> bool:

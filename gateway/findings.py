@@ -133,13 +133,16 @@ CODES: dict[str, Code] = _register(
          "and the loop stops."),
     # --- validation: the result looks wrong for the question (gateway.pipeline.validate) ---------------
     Code("empty_result", "validation", "The query returned no rows.", reflectable=True),
-    Code("null_heavy", "validation", "Most values of the result are NULL, or a column is entirely NULL.",
-         reflectable=True),
-    Code("count_mismatch", "validation", "A \"how many\" question answered with many rows instead of one "
-         "count.", reflectable=True),
-    Code("grouping_mismatch", "validation", "A \"per / each / by\" question answered with a single row.",
-         reflectable=True),
-    Code("duplicate_rows", "validation", "Some rows repeat an earlier row exactly.", reflectable=True),
+    Code("empty_aggregate", "validation", "An aggregate over a filter (no GROUP BY) whose every aggregate came "
+         "back 0 or NULL: the filter probably matched no rows.", reflectable=True),
+    Code("null_heavy", "validation", "A column from the optional side of an outer join is entirely NULL: the "
+         "join matched no rows.", reflectable=True),
+    Code("count_mismatch", "validation", "A \"how many\" question (not a ranking by a number) answered with "
+         "many rows instead of one count.", reflectable=True),
+    Code("grouping_mismatch", "validation", "A \"per / each / by\" question answered with a single row by SQL "
+         "that aggregates without GROUP BY.", reflectable=True),
+    Code("duplicate_rows", "validation", "The question asks for distinct values and rows repeat an earlier row "
+         "exactly.", reflectable=True),
     Code("truncated", "validation", "The result was cut at the row limit.", reflectable=True),
     Code("llm_judge", "validation", "The LLM judge (`ask.llm_judge`) says the result does not answer the "
          "question.", reflectable=True),

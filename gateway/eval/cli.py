@@ -76,7 +76,8 @@ def run_command(
                                                   "(finished pairs are skipped). Default: a new timestamp.")] = None,
     runs_dir: RunsDir = Path("eval-runs"),
     reflection: Annotated[list[str] | None, typer.Option(
-        help="Reflection modes, comma-separated or repeated: first_pass, errors, suspicious, all. "
+        help="Reflection modes, comma-separated or repeated: first_pass, errors, suspicious, all, gold_first "
+             "(the first attempt is the gold SQL: measures how often validation flags right answers). "
              "Default: first_pass,errors,suspicious (first_pass with --collect-corrections).")] = None,
     guideline: Annotated[list[str] | None, typer.Option(
         help="Guidelines, comma-separated or repeated: none, default (the shipped file), vN (store version). "

@@ -48,6 +48,13 @@ def render_markdown(report: dict[str, Any], charts: list[str] | None = None) -> 
           _num(s["tokens_per_question"], 0), _num(s["latency_ms_p50"]), _num(s["latency_ms_p95"]), str(s["errors"])]
          for s in scenarios],
     )
+    out += ["", "## Comparable EX", "",
+            "The same answers under the public benchmarks' conventions. *defog sql-eval*: duplicate rows dropped, "
+            "row order compared only when the question asks for an order, extra columns allowed (the gold's columns "
+            "a subset of the answer's). *BIRD*: the rows as a set of tuples, columns in order.", ""]
+    out += _table(["scenario", "EX (strict)", "EX (defog sql-eval)", "EX (BIRD)"],
+                  [[s["name"], _pct(s["ex"]), _pct(s.get("ex_defog")), _pct(s.get("ex_bird"))] for s in scenarios])
+    out += _validation(report, scenarios)
     for title, key in (("Per category", "by_category"), ("Per database", "by_database")):
         groups = sorted({g for s in scenarios for g in s[key]})
         out += ["", f"## {title} (EX)", ""]
@@ -74,6 +81,25 @@ def render_markdown(report: dict[str, Any], charts: list[str] | None = None) -> 
     out += ["", "✓ right, ✗ wrong, ◐ right only with extra columns allowed, ↑ fixed by reflection, "
             "↓ broken by reflection, · not run."]
     return "\n".join(out) + "\n"
+
+
+def _validation(report: dict[str, Any], scenarios: list[dict[str, Any]]) -> list[str]:
+    out = ["", "## Validation precision", "",
+           "Requests whose first attempt was right, and how many of them the loop still reflected on or left "
+           "`suspicious` (under `gold_first` the first attempt is the gold SQL itself).", ""]
+    out += _table(["scenario", "right first", "reflected", "suspicious", "either", "rate", "questions"],
+                  [[s["name"], str(fa["right_first"]), str(fa["reflected"]), str(fa["suspicious"]),
+                    str(fa["reflected_or_suspicious"]), _pct(fa["rate"]), ", ".join(fa["ids"]) or "–"]
+                   for s in scenarios if (fa := s.get("false_alarms"))])
+    findings = report.get("findings")
+    if findings:
+        out += ["", f"Each finding code over {findings['attempts']} distinct attempts ({findings['correct']} right, "
+                f"{findings['incorrect']} wrong under strict EX). *Precision*: share of its firings on wrong "
+                "attempts; *recall*: share of wrong attempts it fired on.", ""]
+        out += _table(["code", "fired", "on right", "on wrong", "precision", "recall"],
+                      [[c["code"], str(c["fired"]), str(c["on_correct"]), str(c["on_incorrect"]), _pct(c["precision"]),
+                        _pct(c["recall"])] for c in findings["codes"]])
+    return out
 
 
 def _cell(group: dict[str, Any] | None) -> str:

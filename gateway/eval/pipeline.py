@@ -9,6 +9,8 @@ A scenario is applied the way a DBA would configure it, not through a side door:
 against a *view* of the state that shares every resource (pools, LLM client, caches) and differs in two
 things only, the database's ask policy (when to reflect, where the guideline applies) and the guideline
 source, which always answers the scenario's guideline. Scenarios therefore run side by side in one process.
+Under ``gold_first`` the view's LLM client also answers the generation call itself, with the question's
+gold SQL (:class:`GoldFirst`); reflections and the judge still go to the configured model.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from gateway.context.sources import FileGuidelineSource
 from gateway.eval.questions import Question
 from gateway.eval.scenarios import Scenario, ask_policy
 from gateway.execute import Targets
+from gateway.llm import LLMClient, LLMReply
 from gateway.pipeline import Question as AskQuestion
 from gateway.pipeline import ask
 from gateway.pipeline.respond import Answer
@@ -31,7 +34,7 @@ from gateway.state import GatewayState
 from gateway.store import Store
 from gateway.store import guidelines as stored_guidelines
 
-__all__ = ["NO_GUIDELINE", "EvalSetupError", "FixedGuideline", "answer", "open_gateway", "open_store",
+__all__ = ["NO_GUIDELINE", "EvalSetupError", "FixedGuideline", "GoldFirst", "answer", "open_gateway", "open_store",
            "preflight", "resolve_guideline", "scenario_state"]
 
 NO_GUIDELINE = Guideline("none", "")
@@ -119,6 +122,26 @@ class FixedGuideline:
         return self.guideline
 
 
+class GoldFirst(LLMClient):
+    """The configured client, except that generation answers ``gold_sql`` at once (no call, no tokens).
+
+    The loop then checks, runs and validates the gold SQL exactly as it would the model's first draft, so a
+    finding, a reflection or a ``suspicious`` status on it is a false alarm of validation.
+    """
+
+    def __init__(self, inner: LLMClient, gold_sql: str) -> None:  # shares the inner client's bounds and breaker
+        super().__init__(inner.settings, inner.client)
+        self.inner, self.gold_sql = inner, gold_sql
+
+    async def complete(self, messages: list[dict[str, str]], *, purpose: str, model: str,
+                       temperature: float | None = None, deadline: float | None = None) -> LLMReply:
+        if purpose == "generate":
+            return LLMReply(text=f"<sql>{self.gold_sql}</sql>", prompt_tokens=0, completion_tokens=0, llm_ms=0.0,
+                            model="gold")
+        return await self.inner.complete(messages, purpose=purpose, model=model, temperature=temperature,
+                                         deadline=deadline)
+
+
 def scenario_state(state: GatewayState, database: str, scenario: Scenario, guideline: Guideline) -> GatewayState:
     """``state`` as if ``database`` were configured with the scenario's ask policy and guideline."""
     target = state.target(database)
@@ -130,6 +153,8 @@ def scenario_state(state: GatewayState, database: str, scenario: Scenario, guide
 async def answer(state: GatewayState, question: Question, scenario: Scenario, guideline: Guideline) -> Answer:
     """Answer one question with the scenario's reflection policy and guideline."""
     view = scenario_state(state, question.database, scenario, guideline)
+    if scenario.reflection == "gold_first" and view.llm is not None:
+        view = replace(view, llm=GoldFirst(view.llm, question.gold_sql[0]))
     request = AskQuestion(database=question.database, question=question.question, evidence=question.evidence,
                           max_rows=view.target(question.database).settings.limits.max_rows)
     return await ask(view, request)

@@ -5,6 +5,16 @@ the first attempt of the same requests; how many wrong first attempts reflection
 ones it broke (the final answer compared with the first attempt *of the same request*, so the model's
 run-to-run variation cannot pose as an effect of reflection); attempts, LLM calls and tokens per question;
 latency p50/p95. Questions whose gold SQL could not be used are listed and left out of every ratio.
+
+Comparable numbers: EX under the project's strict comparison and under the public benchmarks' conventions
+(``ex_defog``: defog sql-eval; ``ex_bird``: BIRD; see :mod:`gateway.eval.score`).
+
+Validation precision: per scenario, of the requests whose first attempt was right, how many the loop
+reflected on because validation flagged them and how many ended ``suspicious`` (``false_alarms``; under
+``gold_first`` every first attempt is the gold SQL); over the whole run, for every finding code, how often
+it fired on right and on wrong attempts (``findings``: precision = share of its firings on wrong attempts,
+recall = share of wrong attempts it fired on; each distinct (question, SQL) attempt counted once, since
+scenarios repeat the same first attempt).
 """
 
 from __future__ import annotations
@@ -15,8 +25,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gateway.eval.runfolder import RunFolder
+from gateway.findings import CODES
+from gateway.pipeline.generate import normalize_sql
 
-__all__ = ["build_report", "percentile", "write_report"]
+__all__ = ["FINDING_CODES", "build_report", "finding_precision", "percentile", "write_report"]
+
+# Every finding code an attempt can carry that may trigger a reflection (the registry's reflectable codes),
+# so that a code that never fired shows in the table as 0 rather than missing; codes a run saw that are not
+# listed here are added.
+FINDING_CODES = tuple(code.name for code in CODES.values() if code.reflectable)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -45,7 +62,47 @@ def _accuracy(records: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(records)
     strict = sum(bool(r.get("correct")) for r in records)
     extra = sum(bool(r.get("correct_extra")) for r in records)
-    return {"n": n, "correct": strict, "correct_extra": extra, "ex": _ratio(strict, n), "ex_extra": _ratio(extra, n)}
+    defog = sum(bool(r.get("correct_defog")) for r in records)
+    bird = sum(bool(r.get("correct_bird")) for r in records)
+    return {"n": n, "correct": strict, "correct_extra": extra, "ex": _ratio(strict, n), "ex_extra": _ratio(extra, n),
+            "correct_defog": defog, "ex_defog": _ratio(defog, n), "correct_bird": bird, "ex_bird": _ratio(bird, n)}
+
+
+def false_alarms(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of the requests whose first attempt was right: how many were reflected on because validation flagged
+    it (a guideline review of a passing answer, under ``all``, is the scenario's design, not an alarm), and
+    how many ended suspicious."""
+    right = [r for r in records if r.get("first_correct")]
+    reflected = sorted(r["id"] for r in right if int(r.get("attempts") or 0) > 1
+                       and not ((r.get("trace") or [{}])[0].get("passed", False)))
+    suspicious = sorted(r["id"] for r in right if r.get("status") == "suspicious")
+    either = sorted(set(reflected) | set(suspicious))
+    return {"right_first": len(right), "reflected": len(reflected), "suspicious": len(suspicious),
+            "reflected_or_suspicious": len(either), "rate": _ratio(len(either), len(right)), "ids": either}
+
+
+def finding_precision(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per finding code: firings on right and on wrong attempts, precision and recall (see the module doc)."""
+    attempts: dict[tuple[str, str], tuple[bool, set[str]]] = {}
+    for r in results:
+        verdicts = r.get("attempt_correct")
+        if not isinstance(verdicts, list):
+            continue  # recorded before attempts were scored one by one
+        for attempt, right in zip(r.get("trace") or [], verdicts, strict=False):
+            if right is None:
+                continue  # a repeated SQL, not run again
+            key = (str(r["id"]), normalize_sql(attempt.get("sql") or ""))
+            attempts.setdefault(key, (bool(right), {f.get("code") for f in attempt.get("findings", [])}))
+    wrong = sum(not right for right, _ in attempts.values())
+    seen = {code for _, codes in attempts.values() for code in codes}
+    codes = [*FINDING_CODES, *sorted(seen - set(FINDING_CODES))]
+    rows = []
+    for code in [*codes, "(any)"]:
+        hits = [right for right, found in attempts.values() if (found if code == "(any)" else code in found)]
+        on_right, on_wrong = sum(hits), len(hits) - sum(hits)
+        rows.append({"code": code, "fired": len(hits), "on_correct": on_right, "on_incorrect": on_wrong,
+                     "precision": _ratio(on_wrong, len(hits)), "recall": _ratio(on_wrong, wrong)})
+    return {"attempts": len(attempts), "correct": len(attempts) - wrong, "incorrect": wrong, "codes": rows}
 
 
 def _grouped(records: list[dict[str, Any]], key: str) -> dict[str, dict[str, Any]]:
@@ -84,6 +141,7 @@ def scenario_report(name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
         "latency_ms_p50": round(p50, 1) if p50 is not None else None,
         "latency_ms_p95": round(p95, 1) if p95 is not None else None,
         "errors": sum(r.get("status") == "error" for r in scored),
+        "false_alarms": false_alarms(scored),
     }
 
 
@@ -112,6 +170,7 @@ def build_report(manifest: dict[str, Any], results: list[dict[str, Any]]) -> dic
         "pairs_planned": len(manifest.get("scenarios", [])) * manifest.get("question_count", 0),
         "gold_errors": gold_errors,
         "scenarios": [scenario_report(name, by_scenario[name]) for name in names],
+        "findings": finding_precision([r for r in results if r.get("status") != "gold_error"]),
         "per_question": [questions[k] for k in sorted(questions)],
     }
 

@@ -128,8 +128,8 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
                 "completion_tokens": sum(a.get("tokens", {}).get("completion", 0) for a in trace),
                 "latency_ms": latency_ms, "trace": trace, "finished_at": _now()}
     latency_ms = (time.perf_counter() - started) * 1000
-    final = _verdict(gold, answer.chosen) if answer.status in ("ok", "suspicious") else WRONG
-    first = _verdict(gold, answer.attempts[0]) if answer.attempts else WRONG
+    final = _verdict(gold, answer.chosen, q.question) if answer.status in ("ok", "suspicious") else WRONG
+    first = _verdict(gold, answer.attempts[0], q.question) if answer.attempts else WRONG
     return {
         **base,
         "status": answer.status,
@@ -137,6 +137,8 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
         "first_sql": answer.attempts[0].sql if answer.attempts else None,
         "correct": final.strict,
         "correct_extra": final.extra,
+        "correct_defog": final.defog,
+        "correct_bird": final.bird,
         "first_correct": first.strict,
         "first_correct_extra": first.extra,
         "attempts": len(answer.attempts),
@@ -148,15 +150,19 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
         "guideline_version": answer.guideline_version,
         "guideline_applied": answer.guideline_applied,
         "trace": [a.as_dict() for a in answer.attempts],
+        # per attempt, strict EX (None: not run because it repeated an earlier SQL); with the trace's
+        # findings this gives each finding code's precision and recall (see gateway.eval.report)
+        "attempt_correct": [None if a.codes == ["repeated_sql"] else _verdict(gold, a, q.question).strict
+                            for a in answer.attempts],
         "finished_at": _now(),
     }
 
 
-def _verdict(gold: Gold, attempt: Attempt | None) -> Verdict:
+def _verdict(gold: Gold, attempt: Attempt | None, question: str) -> Verdict:
     result = attempt.result if attempt is not None else None
     if result is None:
         return WRONG
-    return score(gold, [c.name for c in result.columns], result.rows)
+    return score(gold, [c.name for c in result.columns], result.rows, question=question)
 
 
 def _now() -> str:

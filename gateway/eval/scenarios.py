@@ -6,6 +6,9 @@ A scenario is a reflection mode crossed with a guideline choice, written ``MODE/
   ``first_pass`` (one generation, no reflection), ``errors`` (reflect only on execution errors, blocked SQL
   or no SQL), ``suspicious`` (also on suspicious results: empty, wrong shape, rule violations ...),
   ``all`` (also review SQL that passed validation, against the guideline);
+  ``gold_first`` (the first attempt *is* the gold SQL, not the model's: then the loop runs as under
+  ``suspicious``; it measures how often validation reflects on, or leaves ``suspicious``, an answer that is
+  right, whatever the model);
 * guidelines: ``none``, ``default`` (the guideline file that ships in ``guidelines_dir``) or ``vN`` (version
   N from the feedback store, e.g. the one ``guideline regenerate`` just wrote).
 
@@ -35,8 +38,8 @@ __all__ = [
     "parse_scenario",
 ]
 
-Reflection = Literal["first_pass", "errors", "suspicious", "all"]
-REFLECTIONS: tuple[Reflection, ...] = ("first_pass", "errors", "suspicious", "all")
+Reflection = Literal["first_pass", "errors", "suspicious", "all", "gold_first"]
+REFLECTIONS: tuple[Reflection, ...] = ("first_pass", "errors", "suspicious", "all", "gold_first")
 DEFAULT_REFLECTIONS: tuple[Reflection, ...] = ("first_pass", "errors", "suspicious")
 DEFAULT_GUIDELINES: tuple[str, ...] = ("none", "default")
 
@@ -105,7 +108,7 @@ def ask_policy(base: AskPolicy, scenario: Scenario) -> AskPolicy:
         # exec_error, blocked and no_sql always trigger; nothing else does.
         update = {"reflect_on": frozenset(), "guideline_scenario": "errors_only",
                   "max_iterations": base.max_iterations or 3}
-    elif scenario.reflection == "suspicious":
+    elif scenario.reflection in ("suspicious", "gold_first"):
         update = {"reflect_on": base.reflect_on or FINDING_CODES_REFLECTED_BY_DEFAULT,
                   "guideline_scenario": "suspicious", "max_iterations": base.max_iterations or 3}
     else:

@@ -5,6 +5,14 @@ cap) but skips the safety check: it is the evaluator's SQL, and a gold that need
 blocks is worth seeing in the report as an unanswerable question, not hiding. A gold whose result hits the
 row cap cannot be compared (the prediction's would be cut at the same place, or not); such a question is
 reported as a gold error, with the setting to raise.
+
+A prediction is scored under three conventions, so that numbers compare with published ones:
+
+* ``strict``, the project's own (:func:`gateway.equivalence.same_result`): rows a multiset, order when the
+  gold has ORDER BY, column order free, no extra columns (``extra`` is the same with extra columns allowed);
+* ``defog``, defog sql-eval's: duplicates dropped, order only when the question asks for it (and the gold
+  orders), extra columns allowed (the gold's columns a subset of the prediction's);
+* ``bird``, BIRD's: the rows as a set of tuples, columns in order.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway import errors
-from gateway.equivalence import gold_is_ordered, same_result
+from gateway.equivalence import asks_for_order, gold_is_ordered, same_result, same_result_bird, same_result_defog
 from gateway.eval.questions import Question
 from gateway.execute import run_query
 from gateway.state import GatewayState
@@ -42,9 +50,11 @@ class Gold:
 class Verdict:
     strict: bool  # same columns (in some order) and rows
     extra: bool   # the same, allowing extra columns in the prediction
+    defog: bool = False  # defog sql-eval's convention
+    bird: bool = False   # BIRD's convention
 
     def as_dict(self) -> dict[str, bool]:
-        return {"strict": self.strict, "extra": self.extra}
+        return {"strict": self.strict, "extra": self.extra, "defog": self.defog, "bird": self.bird}
 
 
 WRONG = Verdict(strict=False, extra=False)
@@ -72,15 +82,19 @@ async def run_gold(state: GatewayState, question: Question) -> Gold:
     return gold
 
 
-def score(gold: Gold, columns: Sequence[Any] | None, rows: Sequence[Sequence[Any]] | None) -> Verdict:
-    """Compare one prediction (None when it produced no result) with every gold alternative."""
+def score(gold: Gold, columns: Sequence[Any] | None, rows: Sequence[Sequence[Any]] | None, *,
+          question: str = "") -> Verdict:
+    """Compare one prediction (None when it produced no result) with every gold alternative; ``question``
+    is read by the defog convention (does it ask for an order?)."""
     if gold.error is not None or columns is None or rows is None:
         return WRONG
-    strict = extra = False
+    strict = extra = defog = bird = False
+    ordering_asked = asks_for_order(question)
     for alt in gold.alternatives:
         strict = strict or same_result(alt.columns, alt.rows, columns, rows, ordered=alt.ordered)
         extra = extra or strict or same_result(alt.columns, alt.rows, columns, rows, ordered=alt.ordered,
                                                allow_extra_columns=True)
-        if strict:
-            break
-    return Verdict(strict=strict, extra=extra)
+        defog = defog or same_result_defog(alt.columns, alt.rows, columns, rows,
+                                           ordered=alt.ordered and ordering_asked)
+        bird = bird or same_result_bird(alt.rows, rows)
+    return Verdict(strict=strict, extra=extra, defog=defog, bird=bird)

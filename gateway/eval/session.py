@@ -82,13 +82,23 @@ async def _guidelines(settings: Settings, store: Store | None, questions: Sequen
 
 def summary_table(report: dict[str, Any]) -> str:
     """The scenarios at a glance, for the terminal."""
-    header = (f"{'scenario':<24} {'EX':>7} {'EX+cols':>8} {'first':>7} {'fixed':>6} {'broken':>7} "
-              f"{'tokens/q':>9} {'p50 ms':>8}")
+    header = (f"{'scenario':<24} {'EX':>7} {'EX+cols':>8} {'defog':>7} {'BIRD':>7} {'first':>7} {'fixed':>6} "
+              f"{'broken':>7} {'alarms':>7} {'tokens/q':>9} {'p50 ms':>8}")
     lines = [header, "-" * len(header)]
     for s in report["scenarios"]:
         def pct(v: float | None) -> str:
             return "–" if v is None else f"{100 * v:.1f}%"
-        lines.append(f"{s['name']:<24} {pct(s['ex']):>7} {pct(s['ex_extra']):>8} {pct(s['first_pass_ex']):>7} "
-                     f"{s['fixed']:>6} {s['broken']:>7} {s['tokens_per_question'] or 0:>9.0f} "
-                     f"{s['latency_ms_p50'] or 0:>8.0f}")
+        alarms = (s.get("false_alarms") or {}).get("rate")
+        lines.append(f"{s['name']:<24} {pct(s['ex']):>7} {pct(s['ex_extra']):>8} {pct(s.get('ex_defog')):>7} "
+                     f"{pct(s.get('ex_bird')):>7} {pct(s['first_pass_ex']):>7} {s['fixed']:>6} {s['broken']:>7} "
+                     f"{pct(alarms):>7} {s['tokens_per_question'] or 0:>9.0f} {s['latency_ms_p50'] or 0:>8.0f}")
+    findings = report.get("findings") or {}
+    if findings.get("attempts"):
+        lines += ["", f"finding codes over {findings['attempts']} distinct attempts ({findings['correct']} right, "
+                  f"{findings['incorrect']} wrong):",
+                  f"{'code':<20} {'fired':>6} {'on right':>9} {'on wrong':>9} {'precision':>10} {'recall':>7}"]
+        lines += [f"{c['code']:<20} {c['fired']:>6} {c['on_correct']:>9} {c['on_incorrect']:>9} "
+                  f"{pct(c['precision']):>10} {pct(c['recall']):>7}" for c in findings["codes"] if c["fired"]]
+        if not any(c["fired"] for c in findings["codes"]):
+            lines.append("(no finding fired)")
     return "\n".join(lines) + "\n"

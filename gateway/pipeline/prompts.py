@@ -45,14 +45,17 @@ FINDING_ADVICE: dict[str, str] = {
     "</sql>.",
     "empty_result": "The query ran but returned no rows. Check literal values against the stored values "
     "(spelling, case), join conditions and filters that may be too strict.",
-    "null_heavy": "Most values in the result are NULL. Check outer joins, join keys and whether the right "
-    "columns are selected.",
+    "empty_aggregate": "The query aggregates over a filter and every aggregate came back 0 or NULL, so the "
+    "filter probably matched no rows. Check literal values against the stored values (spelling, case, "
+    "format), date ranges and join conditions; keep the query if nothing really matches.",
+    "null_heavy": "Columns read from the optional side of an outer join are entirely NULL, so the join "
+    "matched no rows. Check the join keys and whether an inner join was meant.",
     "count_mismatch": "The question asks how many, but the query returned many rows. Aggregate (COUNT) "
     "unless a count per group was asked for.",
-    "grouping_mismatch": "The question asks for a value per group (per / each / by), but the query returned "
-    "a single row. Add the grouping column and GROUP BY.",
-    "duplicate_rows": "The result contains identical rows. A join may multiply rows; check join keys or "
-    "use DISTINCT or aggregation where the question implies unique items.",
+    "grouping_mismatch": "The question asks for a value per group (per / each / by), but the query "
+    "aggregates every row into one. Add the grouping column and GROUP BY.",
+    "duplicate_rows": "The question asks for distinct values, but the result repeats rows. A join may "
+    "multiply rows; check join keys or use DISTINCT.",
     "truncated": "The result was cut at the row limit. If the question wants a summary, aggregate; if it "
     "wants a top list, add ORDER BY and LIMIT.",
     "rule_violation": "The query breaks a rule of the database's administrators. Follow the rule exactly.",

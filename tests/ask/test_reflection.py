@@ -122,3 +122,54 @@ async def test_a_failing_sink_never_costs_the_answer(demo_dsn: str, llm: Scripte
         state.corrections = Broken()
         response = await post_ask(http, "How many orders are there?")
     assert response.status_code == 200 and response.json()["status"] == "ok"
+
+
+async def test_a_right_first_answer_that_looks_odd_is_not_reflected_on(demo_dsn: str, llm: ScriptedLLM,
+                                                                       dirs: dict[str, Path]) -> None:
+    # "for each month" over data that holds one month: the SQL groups, and the engine found one group
+    right = ("SELECT date_trunc('month', ordered_at) AS month, sum(total_amount) AS revenue FROM orders "
+             "WHERE ordered_at >= '2024-12-24' GROUP BY 1")
+    script(llm, sql(right), sql("SELECT 1"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
+        answer = (await post_ask(http, "What was the revenue for each month, over orders placed from 2024-12-24 "
+                                       "on?")).json()
+    assert answer["status"] == "ok" and answer["stop_reason"] == "passed" and answer["row_count"] == 1
+    assert [codes(a) for a in answer["attempts"]] == [[]]
+    assert not any(is_reflection(r) for r in llm.requests)
+
+
+async def test_a_ranking_by_a_number_of_things_is_not_a_count(demo_dsn: str, llm: ScriptedLLM,
+                                                               dirs: dict[str, Path]) -> None:
+    script(llm, sql("SELECT p.name FROM order_items oi JOIN products p ON p.product_id = oi.product_id "
+                    "GROUP BY p.name ORDER BY sum(oi.quantity) DESC LIMIT 3"), sql("SELECT 1"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
+        answer = (await post_ask(http, "List the top 3 products with the highest number of units sold.")).json()
+    assert answer["status"] == "ok" and len(answer["attempts"]) == 1 and answer["row_count"] == 3
+    assert not any(is_reflection(r) for r in llm.requests)
+
+
+async def test_an_aggregate_over_no_matching_rows_is_reflected(demo_dsn: str, llm: ScriptedLLM,
+                                                               dirs: dict[str, Path]) -> None:
+    script(llm, sql("SELECT count(*) AS cancelled FROM orders WHERE status = 'Cancelled'"),
+           sql("SELECT count(*) AS cancelled FROM orders WHERE status = 'cancelled'"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, state):
+        answer = (await post_ask(http, "How many orders were cancelled?")).json()
+    first, second = answer["attempts"]
+    assert codes(first) == ["empty_aggregate"] and first["findings"][0]["values"] == [0]
+    assert codes(second) == [] and answer["status"] == "ok" and answer["rows"][0][0] > 0
+    reflection = next(r for r in llm.requests if is_reflection(r))
+    assert "empty_aggregate" in reflection.last_user and "matched no rows" in reflection.last_user
+    assert state.corrections.items[0].incorrect_sql.endswith("'Cancelled'")  # type: ignore[attr-defined]
+
+
+async def test_a_reflection_never_replaces_a_passing_answer_with_a_worse_one(demo_dsn: str, llm: ScriptedLLM,
+                                                                             dirs: dict[str, Path]) -> None:
+    # the zero count is reflected on; the reflection breaks the SQL; the answer keeps the first attempt
+    script(llm, sql("SELECT count(*) AS n FROM orders WHERE status = 'Cancelled'"),
+           sql("SELECT count(*) AS n FROM orderz WHERE status = 'cancelled'"),
+           sql("SELECT count(*) AS n FROM orders WHERE status = 'Cancelled'"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
+        answer = (await post_ask(http, "How many orders were cancelled?")).json()
+    assert [codes(a) for a in answer["attempts"]] == [["empty_aggregate"], ["exec_error"], ["repeated_sql"]]
+    assert answer["status"] == "suspicious" and answer["rows"] == [[0]]
+    assert answer["sql"] == "SELECT count(*) AS n FROM orders WHERE status = 'Cancelled'"

@@ -105,7 +105,8 @@ async def test_the_shipped_set_evaluates_end_to_end(demo_dsn: str, llm: Scripted
     broken = {q.id: q.gold_sql[0].replace(" FROM ", " FROM nope_", 1) for q in QUESTIONS if q.id in FIXED_BY_REFLECTION}
     answer_by_question(llm, {q.question: (broken.get(q.id, q.gold_sql[0]), q.gold_sql[0]) for q in QUESTIONS})
     scenarios = matrix(["first_pass", "suspicious"], ["none", "default"])[::3]  # first_pass/none, suspicious/default
-    assert [s.name for s in scenarios] == ["first_pass/none", "suspicious/default"]
+    scenarios += matrix(["gold_first"], ["none"])
+    assert [s.name for s in scenarios] == ["first_pass/none", "suspicious/default", "gold_first/none"]
     folder, _ = RunFolder.create_or_resume(tmp_path / "runs" / "demo", {
         "questions_file": "demo", "questions_digest": "x", "question_count": len(QUESTIONS),
         "scenarios": [s.name for s in scenarios], "model": "scripted-model"})
@@ -115,10 +116,18 @@ async def test_the_shipped_set_evaluates_end_to_end(demo_dsn: str, llm: Scripted
     assert await run_session(settings, folder, QUESTIONS, scenarios, concurrency=6, progress=False, collect=False,
                              out=out) == 0
     report = json.loads((folder.report_dir / "report.json").read_text())
-    first, suspicious = report["scenarios"]
+    first, suspicious, gold_first = report["scenarios"]
     n = len(QUESTIONS)
     assert first["n"] == suspicious["n"] == n and not report["gold_errors"]
     assert first["correct"] == n - len(FIXED_BY_REFLECTION) and first["fixed"] == first["broken"] == 0
     assert suspicious["correct"] == n and suspicious["first_pass_correct"] == n - len(FIXED_BY_REFLECTION)
     assert suspicious["fixed_ids"] == sorted(FIXED_BY_REFLECTION) and suspicious["broken"] == 0
     assert set(first["by_category"]) == {"easy", "medium", "hard"}
+    # Validation's false alarms: no right answer on the shipped set is reflected on or left suspicious
+    # (the bar is at most 1%), whether the gold comes first or the model's right answer does.
+    assert gold_first["correct"] == gold_first["first_pass_correct"] == n
+    assert gold_first["false_alarms"]["rate"] == suspicious["false_alarms"]["rate"] == 0.0
+    assert gold_first["status_counts"] == {"ok": n}
+    codes = {c["code"]: c for c in report["findings"]["codes"]}
+    assert codes["(any)"]["on_correct"] == 0, codes
+    assert codes["(any)"]["on_incorrect"] == codes["(any)"]["fired"] == len(FIXED_BY_REFLECTION), codes

@@ -228,3 +228,32 @@ def test_search_is_bounded_for_many_interchangeable_columns(monkeypatch: pytest.
 )
 def test_gold_is_ordered(sql: str, expected: bool) -> None:
     assert gold_is_ordered(sql) is expected
+
+
+# -- the public benchmarks' conventions (gateway.eval.score reports all three) -----------------------------
+
+def verdict(gold_rows: list[list[object]], pred_rows: list[list[object]], *, question: str = "List them",
+            gold_sql: str = "SELECT a FROM t", n_gold: int = 1, n_pred: int = 1) -> dict[str, bool]:
+    from gateway.eval.score import Gold, GoldResult, score
+
+    gold = Gold([GoldResult(gold_sql, [f"g{i}" for i in range(n_gold)], gold_rows, gold_is_ordered(gold_sql))])
+    return score(gold, [f"p{i}" for i in range(n_pred)], pred_rows, question=question).as_dict()
+
+
+def test_defog_drops_duplicates_and_allows_extra_columns_bird_compares_sets() -> None:
+    assert verdict([[1], [2]], [[2, "y"], [1, "x"], [1, "x"]], n_pred=2) == {
+        "strict": False, "extra": False, "defog": True, "bird": False}
+    assert verdict([[1], [2]], [[2], [1], [1]]) == {"strict": False, "extra": False, "defog": True, "bird": True}
+    assert verdict([[1], [2]], [[2], [1]]) == {"strict": True, "extra": True, "defog": True, "bird": True}
+
+
+def test_defog_compares_order_only_when_the_question_asks_for_it() -> None:
+    ordered = "SELECT a FROM t ORDER BY a"
+    assert verdict([[1], [2]], [[2], [1]], gold_sql=ordered, question="Which values are there?") == {
+        "strict": False, "extra": False, "defog": True, "bird": True}
+    assert verdict([[1], [2]], [[2], [1]], gold_sql=ordered, question="Sort the values")["defog"] is False
+
+
+def test_bird_keeps_the_column_order() -> None:
+    swapped = verdict([[1, "a"]], [["a", 1]], n_gold=2, n_pred=2)
+    assert swapped == {"strict": True, "extra": True, "defog": True, "bird": False}

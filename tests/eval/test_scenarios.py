@@ -128,7 +128,8 @@ async def test_per_category_and_database(run: dict) -> None:
     suspicious = next(s for s in run["report"]["scenarios"] if s["name"] == "suspicious/none")
     # hard: empty (fixed, right) and broken (wrong); easy: right1, right2, error right; never, extra wrong
     assert suspicious["by_category"]["hard"] == {"n": 2, "correct": 1, "correct_extra": 1, "ex": 0.5,
-                                                 "ex_extra": 0.5}
+                                                 "ex_extra": 0.5, "correct_defog": 1, "ex_defog": 0.5,
+                                                 "correct_bird": 1, "ex_bird": 0.5}
     assert suspicious["by_category"]["easy"]["correct"] == 3 and suspicious["by_category"]["easy"]["n"] == 5
     assert suspicious["by_database"]["demo"]["n"] == 7
 

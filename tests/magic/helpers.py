@@ -26,10 +26,12 @@ class CaseData:
 
 
 def case(k: int) -> CaseData:
-    """Correction number k: the wrong SQL counts all of a customer's orders, the right one only cancelled."""
+    """Correction number k: the wrong SQL's filter matches nothing (offset by -1, so that validation's
+    ``empty_aggregate`` does not catch it: these answers must reach the user wrong), the right one counts
+    cancelled orders."""
     return CaseData(
         question=f"How many orders did customer {k} cancel?",
-        incorrect_sql=f"SELECT count(*) FROM orders WHERE customer_id = {k} AND status = 'delivered' AND false",
+        incorrect_sql=f"SELECT count(*) - 1 FROM orders WHERE customer_id = {k} AND status = 'delivered' AND false",
         correct_sql=f"SELECT count(*) + {k} FROM orders WHERE customer_id = {k} AND status = 'cancelled'",
     )
 
