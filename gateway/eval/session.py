@@ -83,12 +83,13 @@ async def _guidelines(settings: Settings, store: Store | None, questions: Sequen
 def summary_table(report: dict[str, Any]) -> str:
     """The scenarios at a glance, for the terminal."""
     header = (f"{'scenario':<24} {'EX':>7} {'EX+cols':>8} {'first':>7} {'fixed':>6} {'broken':>7} "
-              f"{'tokens/q':>9} {'p50 ms':>8}")
+              f"{'calls/q':>8} {'tokens/q':>9} {'p50 ms':>8}")
     lines = [header, "-" * len(header)]
     for s in report["scenarios"]:
         def pct(v: float | None) -> str:
             return "–" if v is None else f"{100 * v:.1f}%"
         lines.append(f"{s['name']:<24} {pct(s['ex']):>7} {pct(s['ex_extra']):>8} {pct(s['first_pass_ex']):>7} "
-                     f"{s['fixed']:>6} {s['broken']:>7} {s['tokens_per_question'] or 0:>9.0f} "
+                     f"{s['fixed']:>6} {s['broken']:>7} {s['llm_calls_per_question'] or 0:>8.2f} "
+                     f"{s['tokens_per_question'] or 0:>9.0f} "
                      f"{s['latency_ms_p50'] or 0:>8.0f}")
     return "\n".join(lines) + "\n"
