@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
+from gateway.corrections import MemoryCorrections
 from gateway.pipeline import prompts
 from gateway.pipeline.candidates import draws
 from gateway.settings import AskPolicy
@@ -139,7 +140,9 @@ async def test_blocked_erroring_and_lost_candidates_do_not_sink_the_one_that_pas
         demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:
     by_variant(llm, {"plain": "DELETE FROM orders", "plan": Reply(status=500),
                      "divide": "SELECT count(*) FROM orderz", "values": ORDERS})
-    body = await ask(demo_dsn, dirs, llm, candidates=4)
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url, candidates=4)) as (http, state):
+        response = await post_ask(http, "How many orders are there?")
+    body = response.json()
     assert body["status"] == "ok" and body["sql"] == ORDERS and body["candidates"]["chosen"] == 4
     codes = {a["n"]: [f["code"] for f in a["findings"]] for a in body["attempts"]}
     assert codes == {1: ["blocked"], 2: ["no_sql"], 3: ["exec_error"], 4: []}
@@ -147,6 +150,11 @@ async def test_blocked_erroring_and_lost_candidates_do_not_sink_the_one_that_pas
     assert body["candidates"]["groups"] == [{"attempts": [4], "size": 1, "passed": True}]
     assert body["candidates"]["not_run"] == [1, 2, 3]
     assert not any(is_reflection(r) for r in llm.requests)  # something passed: nothing to reflect on
+    # the failed candidates' SQL, side by side with the chosen one, are corrections like a reflection's
+    assert isinstance(state.corrections, MemoryCorrections)
+    assert sorted(c.incorrect_sql for c in state.corrections.items) == ["DELETE FROM orders",
+                                                                         "SELECT count(*) FROM orderz"]
+    assert {c.corrected_sql for c in state.corrections.items} == {ORDERS}
 
 
 async def test_when_none_passes_reflection_works_on_the_chosen_candidate(demo_dsn: str, llm: ScriptedLLM,
@@ -175,8 +183,11 @@ async def test_every_candidate_failing_fails_the_question(demo_dsn: str, llm: Sc
 async def test_a_hanging_candidate_is_cancelled_once_a_majority_agrees(demo_dsn: str, llm: ScriptedLLM,
                                                                       dirs: dict[str, Path]) -> None:
     by_variant(llm, {"plain": ORDERS, "plan": ORDERS_TOO, "divide": Reply(hang=True)})
+    cancelled = REGISTRY.get_sample_value("nl2sql_llm_calls_total", {"purpose": "generate", "outcome": "cancelled"})
     # a time budget far beyond the test's patience: only cancelling the hanging call answers at all
     body = await ask(demo_dsn, dirs, llm, candidates=3, time_budget_s=600, llm_settings={"timeout_s": 600})
+    assert REGISTRY.get_sample_value("nl2sql_llm_calls_total", {"purpose": "generate", "outcome": "cancelled"}) \
+        == (cancelled or 0.0) + 1
     assert body["status"] == "ok" and body["sql"] == ORDERS
     assert body["candidates"]["cancelled"] == [3] and [a["n"] for a in body["attempts"]] == [1, 2]
     assert body["candidates"]["selection"] == "largest_group" and body["candidates"]["agreement"] == 0.6667
