@@ -163,7 +163,8 @@ class AskResponse(BaseModel):
     request_id: str | None
     candidates: dict[str, Any] | None = Field(
         default=None, description="Only with `ask.candidates` > 1: `n`, `groups` (candidates that ran, grouped "
-        "by equal results: `attempts`, `size`, `passed`; largest first), `not_run` and `cancelled` (left "
+        "by equal results: `attempts`, `size`, `passed`; only passing ones when any passed; largest first), "
+        "`others` (the finished candidates in no group) and `cancelled` (left "
         "running once a majority agreed), `chosen` (the attempt number), `selection` (`unanimous`, "
         "`largest_group`, `tie_first`, `tie_selector`, `none_passed`, `none_ran`), `agreement` (share of the n in the "
         "chosen group) and, when the LLM broke a tie, `selector`.")

@@ -225,7 +225,7 @@ async def _choose(llm: LLMClient, ctx: Any, q: Question, policy: AskPolicy, fini
         "selection": selection,
         "agreement": round(len(next((g for g in groups if chosen in g), [])) / n, 4) if passing else 0.0,
         "groups": [{"attempts": [a.n for a in g], "size": len(g), "passed": g[0].passed} for g in groups],
-        "not_run": [a.n for a in finished if a.n not in in_groups],
+        "others": [a.n for a in finished if a.n not in in_groups],  # failed, or ran but lost to passing ones
     }
     if selector is not None:
         summary["selector"] = selector

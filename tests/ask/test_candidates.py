@@ -148,7 +148,7 @@ async def test_blocked_erroring_and_lost_candidates_do_not_sink_the_one_that_pas
     assert codes == {1: ["blocked"], 2: ["no_sql"], 3: ["exec_error"], 4: []}
     assert body["attempts"][1]["findings"][0]["error"] == "llm_unavailable"
     assert body["candidates"]["groups"] == [{"attempts": [4], "size": 1, "passed": True}]
-    assert body["candidates"]["not_run"] == [1, 2, 3]
+    assert body["candidates"]["others"] == [1, 2, 3]
     assert not any(is_reflection(r) for r in llm.requests)  # something passed: nothing to reflect on
     # the failed candidates' SQL, side by side with the chosen one, are corrections like a reflection's
     assert isinstance(state.corrections, MemoryCorrections)
