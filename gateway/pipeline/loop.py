@@ -119,10 +119,12 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         if on_attempt is not None:
             await on_attempt(attempt)
 
+    async def first_draft(n: int, source: Source, drafted: Drafted, began: float) -> Attempt:
+        return await _evaluate(run, n, source, drafted, began, guideline_applied=False)
+
     if policy.candidates > 1:
-        pick = await first_pass(llm, ctx, q, policy, model=model, deadline=deadline, on_attempt=on_attempt,
-                                on_candidates=on_candidates, evaluate=lambda n, source, drafted, began: _evaluate(
-                                    run, n, source, drafted, began, guideline_applied=False))
+        pick = await first_pass(llm, ctx, q, policy, model=model, deadline=deadline, evaluate=first_draft,
+                                on_attempt=on_attempt, on_candidates=on_candidates)
         attempts.extend(pick.attempts)
         attempt, history, candidates = pick.chosen, [pick.chosen], pick.summary
         seen.update(normalize_sql(a.sql) for a in attempts if a.sql)

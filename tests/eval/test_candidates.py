@@ -26,9 +26,10 @@ import pytest
 
 from gateway.eval.questions import load_questions
 from gateway.eval.runfolder import RunFolder
-from gateway.eval.scenarios import matrix
+from gateway.eval.scenarios import ScenarioError, ask_policy, matrix, parse_scenario
 from gateway.eval.session import run_session
 from gateway.pipeline import prompts
+from gateway.settings import AskPolicy
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 from tests.eval.helpers import eval_settings, is_generation, sql, write_questions
 
@@ -67,6 +68,18 @@ def script(llm: ScriptedLLM) -> None:
         return sql(Q[qid][2][variant_of(request)])
 
     llm.add(rule)
+
+
+def test_candidate_scenarios_are_named_parsed_and_applied() -> None:
+    names = [s.name for s in matrix(["first_pass", "suspicious"], ["none"], ["1", "c5", 5])]
+    assert names == ["first_pass/none", "first_pass/none/c5", "suspicious/none", "suspicious/none/c5"]
+    assert parse_scenario("first_pass/none/c1") == parse_scenario("first_pass/none")
+    for wrong in ("first_pass/none/c0", "first_pass/none/c17", "first_pass/none/x"):
+        with pytest.raises(ScenarioError):
+            parse_scenario(wrong)
+    # the scenario's number replaces the database's, so that a run compares like with like
+    assert ask_policy(AskPolicy(candidates=4), parse_scenario("first_pass/none")).candidates == 1
+    assert ask_policy(AskPolicy(), parse_scenario("suspicious/none/c5")).candidates == 5
 
 
 @pytest.fixture
