@@ -15,7 +15,8 @@ gold SQL with sqlglot (the outer WHERE forgotten, the sort order flipped, a miss
 error). On 15% of the questions the model has a blind spot: each draw is wrong with probability 0.7, and
 always the same way, so its wrong candidates agree with each other. A reflection answers the gold SQL with
 probability 0.6, else repeats the plain draw. Draws are deterministic (hashes of question and variant), so
-two runs print the same table; each call takes 50 to 300 ms.
+two runs print the same EX, fixed, broken and oracle; tokens, agreement and the unanimous / largest_group
+split move a little with which stragglers a majority cancels. Each call takes 50 to 300 ms.
 """
 
 from __future__ import annotations
