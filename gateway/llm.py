@@ -134,6 +134,9 @@ class LLMClient:
                 except errors.Overloaded:
                     outcome = "overloaded"
                     raise
+        except asyncio.CancelledError:  # the caller gave up (a client that left, a candidate outvoted)
+            outcome = "cancelled"
+            raise
         finally:
             self._settle_breaker(outcome)
             metrics.LLM_CALLS.labels(purpose, "deadline" if outcome == "deadline_in_flight" else outcome).inc()

@@ -195,8 +195,9 @@ class Gateway:
         return await ask(self.state, q)
 
     def ask_events(self, q: Question, answers: list[Answer]) -> AsyncIterator[tuple[str, Any]]:
-        """``("attempt", ...)`` per validated attempt, then ``("answer", ...)``; the answer is appended to
-        ``answers``. Closing the iterator cancels the question."""
+        """``("attempt", ...)`` per validated attempt (and ``("candidates", ...)`` with ``ask.candidates`` > 1),
+        then ``("answer", ...)``; the answer is appended to ``answers``. Closing the iterator cancels the
+        question."""
         return ask_events(self.state, q, answers)
 
     # --- feedback and guidelines ----------------------------------------------------------------------

@@ -101,6 +101,19 @@ class AskPolicy(BaseModel):
         "reflection plus a guideline review of SQL that passed validation.",
     )
     llm_judge: bool = Field(default=False, description="Ask the LLM whether a result answers the question.")
+    candidates: int = Field(
+        default=1, ge=1, le=16, description="First-pass SQL candidates generated in parallel (1: one generation). "
+        "Each is checked and run; the largest group of passing candidates with equal results wins, and "
+        "reflection works on the chosen one when none passes."
+    )
+    candidate_temperature: float = Field(
+        default=0.7, ge=0, le=2, description="Sampling temperature of every candidate after the first (the "
+        "first keeps `temperature`), so that candidates differ."
+    )
+    selector: Literal["first", "llm"] = Field(
+        default="first", description="How a tie between equally large groups of candidates is broken: `first` "
+        "takes the group of the lowest-numbered candidate, `llm` asks the LLM to pick (one more call)."
+    )
 
     @field_validator("reflect_on", mode="before")
     @classmethod

@@ -134,8 +134,9 @@ class AskFindingOut(BaseModel):
 
 
 class AttemptOut(BaseModel):
-    n: int = Field(description="1 for the generation, then one per reflection.")
-    source: str = Field(description="`generation` or `reflection`.")
+    n: int = Field(description="1 for the generation (1 to n for `ask.candidates` = n), then one per reflection.")
+    source: str = Field(description="`generation`, `candidate` (one of several first-pass candidates), "
+                        "`reflection` or `verified_example`.")
     sql: str | None = Field(description="The SQL read from the LLM's answer; null when there was none.")
     passed: bool = Field(description="Ran, and no finding calls for a reflection under the database's policy.")
     findings: list[AskFindingOut]
@@ -143,6 +144,8 @@ class AttemptOut(BaseModel):
     guideline_applied: bool = Field(description="The active guideline was in this attempt's prompt.")
     timings: dict[str, float] = Field(description="Milliseconds: llm_ms, check_ms, db_ms, acquire_ms, total_ms.")
     tokens: dict[str, int] = Field(description="LLM tokens of this attempt: prompt, completion.")
+    candidate: dict[str, Any] | None = Field(default=None, description="Only on candidates: the prompt `variant` "
+                                             "(`plain` for the first) and the `temperature` it was drawn with.")
 
 
 class AskResponse(BaseModel):
@@ -160,6 +163,13 @@ class AskResponse(BaseModel):
     guideline_version: str | None = Field(description="The database's active guideline version.")
     guideline_applied: bool = Field(description="The guideline was shown to the LLM in at least one attempt.")
     request_id: str | None
+    candidates: dict[str, Any] | None = Field(
+        default=None, description="Only with `ask.candidates` > 1: `n`, `groups` (candidates that ran, grouped "
+        "by equal results: `attempts`, `size`, `passed`; only passing ones when any passed; largest first), "
+        "`others` (the finished candidates in no group) and `cancelled` (left "
+        "running once a majority agreed), `chosen` (the attempt number), `selection` (`unanimous`, "
+        "`largest_group`, `tie_first`, `tie_selector`, `none_passed`, `none_ran`), `agreement` (share of the n in the "
+        "chosen group) and, when the LLM broke a tie, `selector`.")
 
 
 class FeedbackRequest(RequestBody):

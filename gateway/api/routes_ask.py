@@ -29,7 +29,9 @@ log = get_logger(__name__)
 EVENT_STREAM = "text/event-stream"
 STREAM_DOC = (
     "With `Accept: text/event-stream` the answer streams as server-sent events: one `attempt` event per "
-    "attempt as it is validated (the AttemptOut shape), then one `answer` event (the AskResponse shape), or a "
+    "attempt as it is validated (the AttemptOut shape; with `ask.candidates` > 1 the candidates' attempts "
+    "arrive as they finish, followed by one `candidates` event, the AskResponse's `candidates` object), then "
+    "one `answer` event (the AskResponse shape), or a "
     "`problem` event (a Problem) when the question fails after the stream started."
 )
 

@@ -82,6 +82,9 @@ def run_command(
     guideline: Annotated[list[str] | None, typer.Option(
         help="Guidelines, comma-separated or repeated: none, default (the shipped file), vN (store version). "
              "Default: none,default (none with --collect-corrections).")] = None,
+    candidates: Annotated[list[str] | None, typer.Option(
+        help="First-pass candidates per question (ask.candidates), comma-separated or repeated: 1 is a single "
+             "generation; e.g. 1,5 compares five candidates chosen by execution with one. Default: 1.")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Questions answered at once.")] = 4,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N questions (a smoke test).")] = None,
     collect_corrections: Annotated[bool, typer.Option(
@@ -103,6 +106,7 @@ def run_command(
         scenarios = matrix(
             _split(reflection, ("first_pass",) if collect_corrections else DEFAULT_REFLECTIONS),
             _split(guideline, ("none",) if collect_corrections else DEFAULT_GUIDELINES),
+            _split(candidates, ("1",)),
         )
     except (QuestionSetError, ScenarioError) as exc:
         raise _fail(str(exc)) from exc

@@ -55,6 +55,21 @@ def render_markdown(report: dict[str, Any], charts: list[str] | None = None) -> 
     out += _table(["scenario", "EX (strict)", "EX (defog sql-eval)", "EX (BIRD)"],
                   [[s["name"], _pct(s["ex"]), _pct(s.get("ex_defog")), _pct(s.get("ex_bird"))] for s in scenarios])
     out += _validation(report, scenarios)
+    drawn = [s for s in scenarios if s.get("candidates", 1) > 1]
+    if drawn:
+        out += ["", "## Candidates against a single generation", "",
+                "*Single* scores the first candidate, drawn exactly as a single generation is, in the same "
+                "requests; *fixed* and *broken* compare the answer with it. *Oracle* counts questions where some "
+                "candidate was right (the most any selector could reach); *agreement* is the mean share of the "
+                "candidates in the chosen group.", ""]
+        out += _table(
+            ["scenario", "candidates", "EX", "single", "fixed", "broken", "oracle", "agreement", "LLM calls/q",
+             "tokens/q", "chosen by"],
+            [[s["name"], str(s["candidates"]), _pct(s["ex"]), _pct(s["first_pass_ex"]), str(s["fixed"]),
+              str(s["broken"]), _pct(s.get("oracle_ex")), _num(s.get("agreement_mean"), 2),
+              _num(s["llm_calls_per_question"], 2), _num(s["tokens_per_question"], 0),
+              ", ".join(f"{k} {v}" for k, v in (s.get("selections") or {}).items()) or "–"] for s in drawn],
+        )
     for title, key in (("Per category", "by_category"), ("Per database", "by_database")):
         groups = sorted({g for s in scenarios for g in s[key]})
         out += ["", f"## {title} (EX)", ""]

@@ -15,6 +15,12 @@ reflected on because validation flagged them and how many ended ``suspicious`` (
 it fired on right and on wrong attempts (``findings``: precision = share of its firings on wrong attempts,
 recall = share of wrong attempts it fired on; each distinct (question, SQL) attempt counted once, since
 scenarios repeat the same first attempt).
+
+A scenario with several candidates (``.../cN``) scores its first candidate as the first pass: it is drawn as
+the single generation is, so *fixed* and *broken* say what choosing among N candidates (and reflecting on the
+choice) changed against a single generation of the same request. It also reports *oracle EX* (some
+candidate was right: the ceiling of any selector), the mean agreement (share of the N in the chosen group)
+and how the answers were chosen.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gateway.eval.runfolder import RunFolder
+from gateway.eval.scenarios import ScenarioError, parse_scenario
 from gateway.findings import CODES
 from gateway.pipeline.generate import normalize_sql
 
@@ -118,11 +125,19 @@ def scenario_report(name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     broken = sorted(r["id"] for r in scored if r.get("first_correct") and not r.get("correct"))
     latencies = [float(r.get("latency_ms") or 0.0) for r in scored]
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
-    reflection, _, guideline = name.partition("/")
+    reflection: str
+    try:
+        scenario = parse_scenario(name)
+        reflection, guideline, candidates = scenario.reflection, scenario.guideline, scenario.candidates
+    except ScenarioError:  # a name written by an older or newer version: report it as it is
+        reflection, _, guideline = name.partition("/")
+        candidates = 1
     return {
         "name": name,
         "reflection": reflection,
         "guideline": guideline,
+        "candidates": candidates,
+        **_candidate_figures(scored),
         **_accuracy(scored),
         "first_pass_correct": sum(bool(r.get("first_correct")) for r in scored),
         "first_pass_ex": _ratio(sum(bool(r.get("first_correct")) for r in scored), len(scored)),
@@ -142,6 +157,19 @@ def scenario_report(name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
         "latency_ms_p95": round(p95, 1) if p95 is not None else None,
         "errors": sum(r.get("status") == "error" for r in scored),
         "false_alarms": false_alarms(scored),
+    }
+
+
+def _candidate_figures(scored: list[dict[str, Any]]) -> dict[str, Any]:
+    drawn = [r for r in scored if r.get("candidates")]
+    if not drawn:
+        return {}
+    oracle = sum(bool(r.get("any_candidate_correct")) for r in drawn)
+    return {
+        "oracle_correct": oracle,
+        "oracle_ex": _ratio(oracle, len(scored)),
+        "agreement_mean": _mean(float(r.get("agreement") or 0.0) for r in drawn),
+        "selections": dict(sorted(Counter(str(r.get("selection")) for r in drawn).items())),
     }
 
 

@@ -129,6 +129,7 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
                 "latency_ms": latency_ms, "trace": trace, "finished_at": _now()}
     latency_ms = (time.perf_counter() - started) * 1000
     final = _verdict(gold, answer.chosen, q.question) if answer.status in ("ok", "suspicious") else WRONG
+    # With candidates, attempts[0] is the first candidate: drawn exactly as the single generation is.
     first = _verdict(gold, answer.attempts[0], q.question) if answer.attempts else WRONG
     return {
         **base,
@@ -142,7 +143,7 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
         "first_correct": first.strict,
         "first_correct_extra": first.extra,
         "attempts": len(answer.attempts),
-        "llm_calls": len(answer.attempts),  # one generation or reflection call per attempt
+        "llm_calls": len(answer.attempts) + _extra_calls(answer),  # one call per attempt, and see below
         "prompt_tokens": sum(a.tokens.get("prompt", 0) for a in answer.attempts),
         "completion_tokens": sum(a.tokens.get("completion", 0) for a in answer.attempts),
         "latency_ms": latency_ms,
@@ -154,8 +155,28 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
         # findings this gives each finding code's precision and recall (see gateway.eval.report)
         "attempt_correct": [None if a.codes == ["repeated_sql"] else _verdict(gold, a, q.question).strict
                             for a in answer.attempts],
+        **_candidates(gold, answer, q.question),
         "finished_at": _now(),
     }
+
+
+def _extra_calls(answer: Answer) -> int:
+    """Calls no attempt shows: candidates cancelled once a majority agreed (sent, so paid for) and the
+    selector's tie-break."""
+    if answer.candidates is None:
+        return 0
+    return len(answer.candidates.get("cancelled", [])) + int("selector" in answer.candidates)
+
+
+def _candidates(gold: Gold, answer: Answer, question: str) -> dict[str, Any]:
+    """With several candidates: how they were chosen among, and whether any of them was right (what a
+    perfect selector would have scored)."""
+    if answer.candidates is None:
+        return {}
+    drawn = [a for a in answer.attempts if a.source == "candidate"]
+    return {"candidates": answer.candidates["n"], "selection": answer.candidates["selection"],
+            "agreement": answer.candidates["agreement"],
+            "any_candidate_correct": any(_verdict(gold, a, question).strict for a in drawn)}
 
 
 def _verdict(gold: Gold, attempt: Attempt | None, question: str) -> Verdict:

@@ -1,6 +1,8 @@
-"""Scenarios: how much reflection, and which guideline, a question is answered with.
+"""Scenarios: how many candidates, how much reflection, and which guideline, a question is answered with.
 
-A scenario is a reflection mode crossed with a guideline choice, written ``MODE/GUIDELINE``:
+A scenario is a reflection mode crossed with a guideline choice and a number of first-pass candidates,
+written ``MODE/GUIDELINE`` (one candidate: a single generation) or ``MODE/GUIDELINE/cN`` (``ask.candidates``
+= N, e.g. ``first_pass/none/c5``):
 
 * reflection modes, as in the MAGIC paper's Table 1 (plus the gateway's own default):
   ``first_pass`` (one generation, no reflection), ``errors`` (reflect only on execution errors, blocked SQL
@@ -12,10 +14,16 @@ A scenario is a reflection mode crossed with a guideline choice, written ``MODE/
 * guidelines: ``none``, ``default`` (the guideline file that ships in ``guidelines_dir``) or ``vN`` (version
   N from the feedback store, e.g. the one ``guideline regenerate`` just wrote).
 
+With candidates, the first candidate is drawn exactly as the single generation is (same prompt, same
+temperature), so the report's *first pass*, *fixed* and *broken* compare the chosen answer with the single
+generation of the same request.
+
 >>> [s.name for s in matrix(["first_pass", "errors"], ["none", "v3"])]
 ['first_pass/none', 'first_pass/v3', 'errors/none', 'errors/v3']
->>> parse_scenario("suspicious/default").reflection
-'suspicious'
+>>> [s.name for s in matrix(["first_pass"], ["none"], [1, 5])]
+['first_pass/none', 'first_pass/none/c5']
+>>> parse_scenario("suspicious/default").reflection, parse_scenario("first_pass/none/c3").candidates
+('suspicious', 3)
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ __all__ = [
     "ScenarioError",
     "ask_policy",
     "matrix",
+    "parse_candidates",
     "parse_guideline",
     "parse_scenario",
 ]
@@ -52,10 +61,12 @@ class ScenarioError(ValueError):
 class Scenario:
     reflection: Reflection
     guideline: str  # "none", "default" or "v<N>"
+    candidates: int = 1  # first-pass candidates (ask.candidates); 1 is a single generation
 
     @property
     def name(self) -> str:
-        return f"{self.reflection}/{self.guideline}"
+        base = f"{self.reflection}/{self.guideline}"
+        return base if self.candidates == 1 else f"{base}/c{self.candidates}"
 
     @property
     def guideline_version(self) -> int | None:
@@ -66,6 +77,17 @@ class Scenario:
     def baseline(self) -> Scenario:
         """The first-pass scenario with the same guideline: what reflection is measured against."""
         return Scenario("first_pass", self.guideline)
+
+
+MAX_CANDIDATES = 16  # ask.candidates' own bound
+
+
+def parse_candidates(text: str) -> int:
+    """``5`` or ``c5``: a number of first-pass candidates within ``ask.candidates``' bounds."""
+    digits = text.strip().lower().removeprefix("c")
+    if digits.isdigit() and 1 <= int(digits) <= MAX_CANDIDATES:
+        return int(digits)
+    raise ScenarioError(f"candidates {text!r}: expected a number from 1 to {MAX_CANDIDATES}, such as 5 or c5")
 
 
 def parse_guideline(text: str) -> str:
@@ -79,20 +101,25 @@ def parse_guideline(text: str) -> str:
 
 
 def parse_scenario(text: str) -> Scenario:
-    mode, slash, guideline = text.strip().partition("/")
+    mode, slash, rest = text.strip().partition("/")
     if mode not in REFLECTIONS:
         raise ScenarioError(f"scenario {text!r}: reflection must be one of {', '.join(REFLECTIONS)}")
-    return Scenario(cast(Reflection, mode), parse_guideline(guideline) if slash else "none")
+    guideline, slash_c, candidates = rest.partition("/")
+    return Scenario(cast(Reflection, mode), parse_guideline(guideline) if slash else "none",
+                    parse_candidates(candidates) if slash_c else 1)
 
 
-def matrix(reflections: Sequence[str], guidelines: Sequence[str]) -> list[Scenario]:
-    """Every reflection mode with every guideline, in the order given, duplicates dropped."""
+def matrix(reflections: Sequence[str], guidelines: Sequence[str], candidates: Sequence[int | str] = (1,)
+           ) -> list[Scenario]:
+    """Every reflection mode with every guideline and number of candidates, in the order given, duplicates
+    dropped."""
     scenarios: list[Scenario] = []
     for mode in reflections:
         for guideline in guidelines:
-            scenario = parse_scenario(f"{mode}/{guideline}")
-            if scenario not in scenarios:
-                scenarios.append(scenario)
+            for n in candidates:
+                scenario = parse_scenario(f"{mode}/{guideline}/c{parse_candidates(str(n))}")
+                if scenario not in scenarios:
+                    scenarios.append(scenario)
     return scenarios
 
 
@@ -100,7 +127,8 @@ def ask_policy(base: AskPolicy, scenario: Scenario) -> AskPolicy:
     """The database's ask policy with the scenario's reflection settings laid over it.
 
     Model, temperature, time budget and the judge stay as configured: the scenarios differ only in when
-    the loop reflects and which attempts see the guideline.
+    the loop reflects, which attempts see the guideline and how many first-pass candidates are drawn (the
+    scenario's number, whatever the database's ``ask.candidates`` says, so that runs compare).
     """
     if scenario.reflection == "first_pass":
         update: dict[str, object] = {"max_iterations": 0}
@@ -114,4 +142,4 @@ def ask_policy(base: AskPolicy, scenario: Scenario) -> AskPolicy:
     else:
         update = {"reflect_on": base.reflect_on or FINDING_CODES_REFLECTED_BY_DEFAULT,
                   "guideline_scenario": "all", "max_iterations": base.max_iterations or 3}
-    return base.model_copy(update=update)
+    return base.model_copy(update={**update, "candidates": scenario.candidates})

@@ -83,7 +83,7 @@ async def _guidelines(settings: Settings, store: Store | None, questions: Sequen
 def summary_table(report: dict[str, Any]) -> str:
     """The scenarios at a glance, for the terminal."""
     header = (f"{'scenario':<24} {'EX':>7} {'EX+cols':>8} {'defog':>7} {'BIRD':>7} {'first':>7} {'fixed':>6} "
-              f"{'broken':>7} {'alarms':>7} {'tokens/q':>9} {'p50 ms':>8}")
+              f"{'broken':>7} {'alarms':>7} {'calls/q':>8} {'tokens/q':>9} {'p50 ms':>8}")
     lines = [header, "-" * len(header)]
     for s in report["scenarios"]:
         def pct(v: float | None) -> str:
@@ -91,7 +91,7 @@ def summary_table(report: dict[str, Any]) -> str:
         alarms = (s.get("false_alarms") or {}).get("rate")
         lines.append(f"{s['name']:<24} {pct(s['ex']):>7} {pct(s['ex_extra']):>8} {pct(s.get('ex_defog')):>7} "
                      f"{pct(s.get('ex_bird')):>7} {pct(s['first_pass_ex']):>7} {s['fixed']:>6} {s['broken']:>7} "
-                     f"{pct(alarms):>7} {s['tokens_per_question'] or 0:>9.0f} {s['latency_ms_p50'] or 0:>8.0f}")
+                     f"{pct(alarms):>7} {s['llm_calls_per_question'] or 0:>8.2f} {s['tokens_per_question'] or 0:>9.0f} {s['latency_ms_p50'] or 0:>8.0f}")
     findings = report.get("findings") or {}
     if findings.get("attempts"):
         lines += ["", f"finding codes over {findings['attempts']} distinct attempts ({findings['correct']} right, "

@@ -18,9 +18,16 @@ Questions (``POST /v1/ask``)
   final attempt passed validation; divide by ``nl2sql_ask_total`` for the first-pass and final pass ratios.
 - ``nl2sql_first_pass_ratio{database}`` / ``nl2sql_final_pass_ratio{database}``: the same ratios, kept as
   gauges since the process started, for dashboards without PromQL arithmetic.
+- ``nl2sql_candidate_selections_total{database,selection}``: questions answered with several candidates
+  (``ask.candidates`` > 1), by how the answer was chosen: ``unanimous`` (every candidate agreed),
+  ``largest_group`` (one group of agreeing candidates larger than the others), ``tie_first`` /
+  ``tie_selector`` (equally large groups, the tie broken by the lowest-numbered candidate / by the LLM),
+  ``none_passed`` (reflection takes over), ``none_ran``.
+- ``nl2sql_candidates_agreement{database}``: share of the n candidates in the chosen group (0 when none
+  passed); near 1 the candidates agree, low values mean the model is unsure of these questions.
 - ``nl2sql_llm_calls_total{purpose,outcome}``, ``nl2sql_llm_seconds{purpose}``,
   ``nl2sql_llm_tokens_total{purpose,kind}``: LLM calls, latency and tokens by purpose
-  (generate, reflect, judge, magic_feedback, magic_correction, magic_manager, magic_guideline, magic_gate).
+  (generate, reflect, judge, select, magic_feedback, magic_correction, magic_manager, magic_guideline, magic_gate).
 - ``nl2sql_llm_breaker_open``: 1 while the LLM circuit breaker is open (calls refused without trying).
 
 Backpressure
@@ -81,6 +88,14 @@ FIRST_PASS = Counter("nl2sql_first_pass_total", "Questions whose first attempt p
 FINAL_PASS = Counter("nl2sql_final_pass_total", "Questions whose final attempt passed.", ["database"])
 FIRST_PASS_RATIO = Gauge("nl2sql_first_pass_ratio", "Share of questions passing on the first attempt.", ["database"])
 FINAL_PASS_RATIO = Gauge("nl2sql_final_pass_ratio", "Share of questions passing after reflection.", ["database"])
+CANDIDATE_SELECTIONS = Counter(
+    "nl2sql_candidate_selections_total", "Questions answered with several candidates, by how one was chosen.",
+    ["database", "selection"],
+)
+CANDIDATE_AGREEMENT = Histogram(
+    "nl2sql_candidates_agreement", "Share of the candidates in the chosen group of agreeing candidates.",
+    ["database"], buckets=(0.0, 0.2, 0.34, 0.5, 0.67, 0.8, 0.99, 1.0),
+)
 LLM_CALLS = Counter("nl2sql_llm_calls_total", "LLM calls by purpose and outcome.", ["purpose", "outcome"])
 LLM_SECONDS = Histogram("nl2sql_llm_seconds", "LLM call latency.", ["purpose"], buckets=LATENCY_BUCKETS)
 LLM_TOKENS = Counter("nl2sql_llm_tokens_total", "LLM tokens by purpose and kind.", ["purpose", "kind"])

@@ -7,6 +7,8 @@
 - :mod:`~gateway.pipeline.execute`: guarded execution (:mod:`gateway.execute`);
 - :mod:`~gateway.pipeline.validate`: findings about the result (and :mod:`~gateway.pipeline.judge`, an
   optional LLM verdict);
+- :mod:`~gateway.pipeline.candidates`: with ``ask.candidates`` > 1, several first drafts at once, each checked,
+  run and validated, the answer chosen from the largest group that agrees on the result;
 - :mod:`~gateway.pipeline.reflect`: the LLM reviews its attempts and their findings;
 - :mod:`~gateway.pipeline.respond`: the best attempt becomes the answer, with its trace.
 

@@ -6,12 +6,15 @@ a ``blocked`` finding for the next reflection. The loop stops when an attempt pa
 database's policy reflects on), when the LLM repeats an earlier SQL, after ``ask.max_iterations``
 reflections, or when the question's time budget is spent. The answer is the best attempt (see
 :func:`gateway.pipeline.respond.choose`), so a reflection can never make an answer worse than one already found.
+With ``ask.candidates`` > 1 the first generation is several candidates (:mod:`gateway.pipeline.candidates`);
+reflection then starts from the one chosen among them.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from gateway import errors
 from gateway.client_sql import check_sql
@@ -21,6 +24,7 @@ from gateway.llm import MIN_CALL_S, LLMClient
 from gateway.masking import hidden_names_of
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.pipeline.candidates import OnCandidates, first_pass
 from gateway.pipeline.check import check
 from gateway.pipeline.execute import execute
 from gateway.pipeline.generate import Drafted, generate, normalize_sql
@@ -79,8 +83,10 @@ class _Run:
         return validate(self.q.question, sql, outcome, self.ruleset), outcome
 
 
-async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
-    """Answer ``q``; ``on_attempt`` sees each attempt as soon as it is validated (for streaming)."""
+async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None,
+              on_candidates: OnCandidates | None = None) -> Answer:
+    """Answer ``q``; ``on_attempt`` sees each attempt as soon as it is validated, ``on_candidates`` the
+    candidates' groups once one is chosen (``ask.candidates`` > 1), both for streaming."""
     target = state.target(q.database)
     policy = target.settings.ask
     deadline = time.monotonic() + min(policy.time_budget_s, state.settings.server.request_timeout_s)
@@ -102,21 +108,35 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     run = _Run(state, q, target, llm, model, policy, deadline, ctx, state.ruleset(q.database), hidden)
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []
+    history = attempts  # what reflection sees and the answer is chosen from: with candidates, the chosen one on
     seen: set[str] = set()
+    candidates: dict[str, Any] | None = None  # with ask.candidates > 1: their groups and the choice
 
     async def record(attempt: Attempt) -> None:
         attempts.append(attempt)
+        if history is not attempts:
+            history.append(attempt)
         log_attempt(q.database, attempt)
         if on_attempt is not None:
             await on_attempt(attempt)
 
-    began = time.perf_counter()
-    drafted = await generate(llm, ctx, q.question, q.evidence, model=model, temperature=policy.temperature,
-                             deadline=deadline)
-    attempt = await _evaluate(run, 1, "generation", drafted, began, guideline_applied=False)
-    if attempt.sql:
-        seen.add(normalize_sql(attempt.sql))
-    await record(attempt)
+    async def first_draft(n: int, source: Source, drafted: Drafted, began: float) -> Attempt:
+        return await _evaluate(run, n, source, drafted, began, guideline_applied=False)
+
+    if policy.candidates > 1:
+        pick = await first_pass(llm, ctx, q, policy, model=model, deadline=deadline, evaluate=first_draft,
+                                on_attempt=on_attempt, on_candidates=on_candidates)
+        attempts.extend(pick.attempts)
+        attempt, history, candidates = pick.chosen, [pick.chosen], pick.summary
+        seen.update(normalize_sql(a.sql) for a in attempts if a.sql)
+    else:
+        began = time.perf_counter()
+        drafted = await generate(llm, ctx, q.question, q.evidence, model=model, temperature=policy.temperature,
+                                 deadline=deadline)
+        attempt = await _evaluate(run, 1, "generation", drafted, began, guideline_applied=False)
+        if attempt.sql:
+            seen.add(normalize_sql(attempt.sql))
+        await record(attempt)
 
     stop_reason = "passed"
     reflections = 0
@@ -138,11 +158,11 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         metrics.REFLECTIONS.labels(q.database, codes[0]).inc()
         began = time.perf_counter()
         try:
-            drafted = await reflect(llm, ctx, q.question, q.evidence, attempts, codes,
+            drafted = await reflect(llm, ctx, q.question, q.evidence, history, codes,
                                     guideline=guideline if applied else None, policy=policy_now,
                                     model=model, temperature=policy.temperature, deadline=deadline)
         except (errors.LLMUnavailable, errors.DeadlineExceeded, errors.LLMBadOutput) as exc:
-            if all(a.sql is None for a in attempts):
+            if all(a.sql is None for a in history):
                 raise
             # Keep the trace (and any result) rather than lose it to a failing or slow reflection.
             stop_reason = "time_budget" if isinstance(exc, errors.DeadlineExceeded) else exc.code
@@ -150,13 +170,13 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         reflections += 1
         key = normalize_sql(drafted.sql) if drafted.sql else None
         if key is not None and key in seen:
-            attempt = _repeated(len(attempts) + 1, drafted, began, applied)
+            attempt = _repeated(attempts[-1].n + 1, drafted, began, applied)
             await record(attempt)
             stop_reason = "repeated_sql"
             break
         if key is not None:
             seen.add(key)
-        attempt = await _evaluate(run, len(attempts) + 1, "reflection", drafted, began, guideline_applied=applied)
+        attempt = await _evaluate(run, attempts[-1].n + 1, "reflection", drafted, began, guideline_applied=applied)
         await record(attempt)
 
     if all(a.sql is None for a in attempts):
@@ -164,13 +184,14 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         raise errors.LLMBadOutput(
             f"none of the LLM's {len(attempts)} answer(s) contained SQL", attempts=[a.as_dict() for a in attempts]
         )
-    chosen = choose(attempts)
+    chosen = choose(history)
     answer = Answer(
         status=status_of(chosen), database=q.database, question=q.question, chosen=chosen, attempts=attempts,
         stop_reason=stop_reason, guideline_version=ctx.guideline.version if ctx.guideline else None,
         guideline_applied=any(a.guideline_applied for a in attempts), request_id=q.request_id,
+        candidates=candidates,
     )
-    state.tally.count(q.database, answer.status, attempts, chosen)
+    state.tally.count(q.database, answer.status, attempts, chosen, first=history[0])
     return answer
 
 

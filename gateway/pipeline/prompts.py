@@ -66,3 +66,24 @@ FINDING_ADVICE: dict[str, str] = {
 
 NO_RULES = "(none)"
 NO_EVIDENCE = "(none)"
+
+# Several first-pass candidates (``ask.candidates``): the first uses the plain generation prompt; each later one
+# adds one of these ways of working to it (in turn), so that candidates differ in how they reach the SQL, not
+# only in sampling noise. The CHASE-SQL write-up draws its gains from this kind of diversity.
+CANDIDATE_STRATEGIES: dict[str, str] = {
+    "plan": "Work it out as a query plan first: list the tables to read, how each joins to the next, the rows "
+    "to keep, then the grouping, the aggregates and the ordering. Write the SQL from that plan.",
+    "divide": "Break the question into smaller questions, answer each with a subquery or a CTE, then combine "
+    "them into the one statement that answers the whole question.",
+    "values": "Start from the values the question names: find the column each one is stored in and how it is "
+    "spelt there (see the stored values), then build the query around those filters.",
+}
+
+# The tie-break between equally large groups of agreeing candidates (``ask.selector = "llm"``).
+SELECT_SYSTEM = """\
+You choose between SQL queries that a gateway generated for the same business question. They all ran \
+without error but return different results. You see the question, the schema and, for each option, its SQL \
+and the first rows of its result.
+Decide which option answers the question as asked: the right rows, the right filters, the right grouping and \
+the right aggregate. Reason inside <thinking>...</thinking>, then name the option as <choice>N</choice>.""" \
+    + "\n" + DATA_RULE

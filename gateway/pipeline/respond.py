@@ -23,7 +23,7 @@ from gateway.findings import Finding
 from gateway.pipeline.generate import normalize_sql
 from gateway.pipeline.question import Question
 
-Source = Literal["generation", "reflection", "verified_example"]
+Source = Literal["generation", "candidate", "reflection", "verified_example"]
 Status = Literal["ok", "suspicious", "failed", "blocked"]
 
 
@@ -38,6 +38,7 @@ class Attempt:
     tokens: dict[str, int] = field(default_factory=lambda: {"prompt": 0, "completion": 0})
     guideline_applied: bool = False
     result: QueryResult | None = None  # kept for the answer; not part of the trace
+    candidate: dict[str, Any] | None = None  # with ask.candidates > 1: the variant and temperature it was drawn with
 
     @property
     def ran(self) -> bool:
@@ -62,7 +63,7 @@ class Attempt:
         return 1 if "blocked" in self.codes else 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "n": self.n,
             "source": self.source,
             "sql": self.sql,
@@ -73,6 +74,9 @@ class Attempt:
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "tokens": dict(self.tokens),
         }
+        if self.candidate is not None:  # only with candidates: a single generation's trace stays as it was
+            out["candidate"] = dict(self.candidate)
+        return out
 
 
 @dataclass(slots=True)
@@ -86,10 +90,11 @@ class Answer:
     guideline_version: str | None
     guideline_applied: bool
     request_id: str | None = None
+    candidates: dict[str, Any] | None = None  # with ask.candidates > 1: the groups and how one was chosen
 
     def as_dict(self) -> dict[str, Any]:
         result = self.chosen.result if self.chosen else None
-        return {
+        out: dict[str, Any] = {
             "status": self.status,
             "database": self.database,
             "sql": self.chosen.sql if self.chosen else None,
@@ -104,6 +109,9 @@ class Answer:
             "guideline_applied": self.guideline_applied,
             "request_id": self.request_id,
         }
+        if self.candidates is not None:
+            out["candidates"] = self.candidates
+        return out
 
 
 def choose(attempts: list[Attempt]) -> Attempt | None:
@@ -134,14 +142,19 @@ def sse(event: str, data: Any) -> bytes:
 
 
 def corrections_of(answer: Answer, q: Question) -> list[Correction]:
-    """One correction per distinct earlier SQL that did not pass, when a later attempt did."""
+    """One correction per distinct earlier SQL that did not pass, when a later attempt did.
+
+    Candidates are drawn side by side, so every failed candidate counts as earlier than the chosen answer.
+    """
     chosen = answer.chosen
     if chosen is None or not chosen.passed or chosen.sql is None:
         return []
     out: list[Correction] = []
     done: set[str] = set()
     for attempt in answer.attempts:
-        if attempt.n >= chosen.n:
+        if attempt is chosen:
+            continue
+        if attempt.n >= chosen.n and attempt.source != "candidate":
             break
         if attempt.sql is None or attempt.passed or normalize_sql(attempt.sql) in done:
             continue

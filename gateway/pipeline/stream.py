@@ -1,4 +1,8 @@
-"""The SSE bridge for ``POST /v1/ask`` with ``stream``: attempts as they are validated, then the answer."""
+"""The SSE bridge for ``POST /v1/ask`` with ``stream``: attempts as they are validated, then the answer.
+
+With ``ask.candidates`` > 1 a ``candidates`` event (the groups, their sizes and how one was chosen) follows
+the candidates' attempts, before any reflection's.
+"""
 
 from __future__ import annotations
 
@@ -13,19 +17,22 @@ from gateway.state import GatewayState
 
 
 async def ask_events(state: GatewayState, q: Question, answers: list[Answer]) -> AsyncIterator[tuple[str, Any]]:
-    """``("attempt", attempt)`` as each attempt is validated, then ``("answer", answer)``; the answer is also
-    appended to ``answers``. Errors raise after the attempts already produced; closing the iterator (a client
-    that went away) cancels the question."""
-    queue: asyncio.Queue[Attempt | None] = asyncio.Queue()
+    """``("attempt", attempt)`` as each attempt is validated (and ``("candidates", summary)`` once candidates are
+    chosen among), then ``("answer", answer)``; the answer is also appended to ``answers``. Errors raise after
+    the events already produced; closing the iterator (a client that went away) cancels the question."""
+    queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
 
     async def on_attempt(attempt: Attempt) -> None:
-        queue.put_nowait(attempt)
+        queue.put_nowait(("attempt", attempt.as_dict()))
 
-    task = asyncio.create_task(ask(state, q, on_attempt))
+    async def on_candidates(summary: dict[str, Any]) -> None:
+        queue.put_nowait(("candidates", summary))
+
+    task = asyncio.create_task(ask(state, q, on_attempt, on_candidates))
     task.add_done_callback(lambda _: queue.put_nowait(None))
     try:
         while (item := await queue.get()) is not None:
-            yield "attempt", item.as_dict()
+            yield item
         answer = task.result()
         answers.append(answer)
         yield "answer", answer.as_dict()

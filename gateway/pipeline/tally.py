@@ -22,18 +22,22 @@ class Tally:
 
     totals: dict[str, list[int]] = field(default_factory=dict)
 
-    def count(self, database: str, status: str, attempts: list[Attempt], chosen: Attempt | None) -> None:
+    def count(self, database: str, status: str, attempts: list[Attempt], chosen: Attempt | None, *,
+              first: Attempt | None = None) -> None:
+        """``first`` is the first pass's answer when it is not ``attempts[0]`` (the chosen one of several
+        candidates)."""
         metrics.ASK.labels(database, status).inc()
         metrics.ATTEMPTS.observe(len(attempts))
-        first = bool(attempts) and attempts[0].passed
+        head = first if first is not None else (attempts[0] if attempts else None)
+        first_passed = head is not None and head.passed
         final = chosen is not None and chosen.passed
-        if first:
+        if first_passed:
             metrics.FIRST_PASS.labels(database).inc()
         if final:
             metrics.FINAL_PASS.labels(database).inc()
         tally = self.totals.setdefault(database, [0, 0, 0])
         tally[0] += 1
-        tally[1] += first
+        tally[1] += first_passed
         tally[2] += final
         metrics.FIRST_PASS_RATIO.labels(database).set(tally[1] / tally[0])
         metrics.FINAL_PASS_RATIO.labels(database).set(tally[2] / tally[0])
