@@ -91,7 +91,8 @@ def summary_table(report: dict[str, Any]) -> str:
         alarms = (s.get("false_alarms") or {}).get("rate")
         lines.append(f"{s['name']:<24} {pct(s['ex']):>7} {pct(s['ex_extra']):>8} {pct(s.get('ex_defog')):>7} "
                      f"{pct(s.get('ex_bird')):>7} {pct(s['first_pass_ex']):>7} {s['fixed']:>6} {s['broken']:>7} "
-                     f"{pct(alarms):>7} {s['llm_calls_per_question'] or 0:>8.2f} {s['tokens_per_question'] or 0:>9.0f} {s['latency_ms_p50'] or 0:>8.0f}")
+                     f"{pct(alarms):>7} {s['llm_calls_per_question'] or 0:>8.2f} "
+                     f"{s['tokens_per_question'] or 0:>9.0f} {s['latency_ms_p50'] or 0:>8.0f}")
     findings = report.get("findings") or {}
     if findings.get("attempts"):
         lines += ["", f"finding codes over {findings['attempts']} distinct attempts ({findings['correct']} right, "

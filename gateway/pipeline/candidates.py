@@ -268,7 +268,7 @@ def selector_messages(ctx: Any, q: Question, options: Sequence[Attempt]) -> list
 def _lost(index: int, exc: errors.GatewayError, began: float) -> Attempt:
     """A candidate whose LLM call failed: no SQL, and the error that says why."""
     finding = Finding("no_sql", f"the LLM call for this candidate failed ({exc.code}): {exc.detail}",
-                      {"error": exc.code})
+                      detail={"error": exc.code})
     elapsed = (time.perf_counter() - began) * 1000
     return Attempt(n=index, source="candidate", sql=None, findings=[finding], triggers=["no_sql"],
                    timings={"llm_ms": elapsed, "check_ms": 0.0, "db_ms": 0.0, "acquire_ms": 0.0, "total_ms": elapsed})
