@@ -38,10 +38,13 @@ def is_console(path: str) -> bool:
 class _Assets:
     """StaticFiles (ETag, Last-Modified, 304s) with the console's headers on every answer."""
 
+    path = PREFIX  # the endpoint label of request metrics and access logs (not "unmatched")
+
     def __init__(self) -> None:
         self.files = StaticFiles(directory=STATIC, html=True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["route"] = self
         path = scope.get("path", "")
         suffix = "." + path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ".html"
 

@@ -41,6 +41,8 @@ async def test_page_and_assets_need_no_key_and_carry_csp_and_etag(console: Conso
         assert "content-security-policy" not in (await http.get("/healthz")).headers
         missing = await http.get("/console/nope.js")
         assert missing.status_code == 404
+        # Counted under their own endpoint label, not as "unmatched" requests.
+        assert 'nl2sql_requests_total{endpoint="/console",status="304"}' in (await http.get("/metrics")).text
 
 
 async def test_the_api_behind_the_console_still_needs_a_key(console: Console) -> None:

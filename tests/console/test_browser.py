@@ -120,6 +120,8 @@ def test_ask_streams_attempts_then_table_and_chart(browser: Any, console: Consol
     rows = finds(browser, ".answer table.grid tbody tr")
     assert len(rows) >= 2
     assert find(browser, "svg.chart-bar")  # a category and a measure: bars
+    live = find(browser, "#main .live")  # the aria-live line screen readers read out
+    assert live.text == f"Answer: ok, {len(rows)} rows."
     # Sort by the measure, descending on the second click.
     header = finds(browser, ".answer thead th")[1]
     header.find_element("css selector", "button").click()
@@ -127,7 +129,7 @@ def test_ask_streams_attempts_then_table_and_chart(browser: Any, console: Consol
     assert header.get_attribute("aria-sort") == "descending"
     values = [float(r.find_elements("css selector", "td")[1].text) for r in finds(browser, ".answer tbody tr")]
     assert values == sorted(values, reverse=True)
-    assert find(browser, "#main .live").text == f"Answer: ok, {len(rows)} rows."  # said to screen readers
+    assert live.text == f"Sorted by {header.text.split()[0]}, descending."
     screenshot(browser, "ask")
     status = ask(browser, "What was the revenue per month in 2024?")
     assert find(browser, "svg.chart-line")  # a time dimension: a line

@@ -2,7 +2,7 @@
 // verified examples with approve and reject; the approved ones.
 
 import { get, post } from "./api.js";
-import { clear, h, liveRegion } from "./dom.js";
+import { append, clear, h, liveRegion } from "./dom.js";
 import { databasePicker } from "./pick.js";
 import { highlight } from "./sql.js";
 import { fail } from "./schema.js";
@@ -30,7 +30,7 @@ export async function show(root, ctx) {
     const errors = r.problems.filter((p) => p.severity === "error").length;
     const list = (title, items, render = (x) => h("code", {}, x)) => items.length ?
       [h("h3", {}, title), h("ul", {}, items.map((x) => h("li", {}, render(x))))] : [];
-    clear(rulesBody).append(
+    append(clear(rulesBody), [
       h("p", { id: "rules-check", class: errors ? "error" : "ok" },
         `rules check: ${errors} error(s), ${r.problems.length - errors} warning(s)` + (r.files.length ? ` in ${r.files.join(", ")}` : " (no rule file for this database)")),
       r.problems.length ? h("ul", { class: "problems" }, r.problems.map((p) => h("li", {}, h("code", {}, `${p.file}:${p.line}`), ` ${p.severity}: ${p.message}`))) : null,
@@ -40,7 +40,7 @@ export async function show(root, ctx) {
       ...list("Extra functions allowed", r.extra_functions),
       ...list("Limits", Object.entries(r.limits), ([k, v]) => `${k} = ${v}`),
       ...list("Required conditions", r.required_conditions, (c) => [h("strong", {}, c.name), ` on ${c.applies_to}: `, h("code", {}, c.sql), ` — ${c.message}`]),
-      ...list("Result checks", r.result_checks, (c) => [h("strong", {}, c.name), ` ${c.column}`, c.min !== null ? ` ≥ ${c.min}` : "", c.max !== null ? ` ≤ ${c.max}` : "", c.not_null ? " not null" : ""]));
+      ...list("Result checks", r.result_checks, (c) => [h("strong", {}, c.name), ` ${c.column}`, c.min !== null ? ` ≥ ${c.min}` : "", c.max !== null ? ` ≤ ${c.max}` : "", c.not_null ? " not null" : ""])]);
   }
 
   async function loadExamples() {
