@@ -140,6 +140,14 @@ def test_ask_streams_attempts_then_table_and_chart(browser: Any, console: Consol
     assert find(browser, ".chart-box").is_displayed()
     history = [li.text for li in finds(browser, "#ask-history li")]
     assert len(history) == 2 and REFLECTED in history[0]
+    # On a tablet in portrait the history moves below the answer and nothing scrolls sideways.
+    browser.set_window_size(820, 1180)
+    try:
+        wait(browser, lambda d: find(d, "#ask-history").rect["y"] > find(d, "#ask-form").rect["y"] + 100,
+             "the history stacked below")
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        browser.set_window_size(1280, 900)
     assert console_errors(browser) == []
 
 
