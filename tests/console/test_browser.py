@@ -25,9 +25,12 @@ TIMEOUT_S = 60  # a bound on each wait for a page condition; the condition decid
 
 
 def wait(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, TIMEOUT_S).until(condition, message=f"waited for {what}")
+    # A page that re-renders while a condition reads it: read again.
+    return WebDriverWait(driver, TIMEOUT_S, ignored_exceptions=(StaleElementReferenceException,)).until(
+        condition, message=f"waited for {what}")
 
 
 def find(driver: Any, css: str) -> Any:
@@ -235,7 +238,18 @@ async def _two_versions(store_dsn: str) -> tuple[int, int]:
         await conn.close()
 
 
-def test_dba_diffs_and_activates_a_guideline_version(browser: Any, console: Console) -> None:
+def status_of(driver: Any, version: int) -> str:
+    return str(find(driver, f"#gl-versions tr[data-version='{version}']").text.split()[1])
+
+
+def open_version(driver: Any, version: int) -> Any:
+    """Open one version's detail; its activate (or roll back) button."""
+    find(driver, f"#gl-versions tr[data-version='{version}'] button").click()
+    return wait(driver, lambda d: find(d, "#gl-activate") if d.find_element("css selector", "#gl-detail strong").text
+                == f"Version {version}" else False, f"version {version} opened")
+
+
+def test_dba_diffs_activates_and_rolls_back_a_guideline_version(browser: Any, console: Console) -> None:
     first, second = asyncio.run(_two_versions(console.store_dsn))
     browser.get(console.url + "#guideline")
     wait(browser, visible(f"#gl-versions tr[data-version='{second}']"), "the versions")
@@ -246,17 +260,24 @@ def test_dba_diffs_and_activates_a_guideline_version(browser: Any, console: Cons
     find(browser, "#gl-diff-show").click()
     added = wait(browser, visible("#gl-diff ins"), "the diff")
     assert "Exclude cancelled orders" in added.text and not finds(browser, "#gl-diff del")
-    find(browser, f"#gl-versions tr[data-version='{second}'] button").click()
-    button = wait(browser, lambda d: find(d, "#gl-activate") if f"version {second}" in find(d, "#gl-activate").text
-                  else False, f"version {second} opened")
+    button = open_version(browser, second)
     find(browser, "#gl-force").click()
     button.click()
-    wait(browser, lambda d: find(d, f"#gl-versions tr[data-version='{second}']").text.split()[1] == "active",
-         "the version active")
+    wait(browser, lambda d: status_of(d, second) == "active", "the version active")
     assert "is active" in find(browser, "#gl-versions caption").text
+    # Activate the other one, then roll back: a version that was active before needs no gate.
+    open_version(browser, first)
+    find(browser, "#gl-force").click()
+    find(browser, "#gl-activate").click()
+    wait(browser, lambda d: status_of(d, first) == "active" and status_of(d, second) == "retired", "version 1 active")
+    rollback = open_version(browser, second)
+    assert rollback.text == f"Roll back to version {second}"
+    rollback.click()
+    wait(browser, lambda d: status_of(d, second) == "active" and status_of(d, first) == "retired", "the rollback")
     find(browser, "#gl-diff-show").click()  # the default pair: the newest version against the one before
     wait(browser, visible("#gl-diff ins"), "the diff again")
     screenshot(browser, "guideline")
+    assert console_errors(browser) == []
 
 
 def test_status_page_counts_move_after_questions(browser: Any, console: Console) -> None:

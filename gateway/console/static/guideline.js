@@ -7,6 +7,7 @@ import { diffLines } from "./diff.js";
 import { fail } from "./schema.js";
 
 export async function show(root, ctx) {
+  let opening = 0;  // only the last version asked for is shown, whichever answer arrives last
   const live = liveRegion();
   const versions = h("div", { id: "gl-versions" });
   const detail = h("div", { id: "gl-detail" });
@@ -72,8 +73,10 @@ export async function show(root, ctx) {
   }
 
   async function open(version) {
+    const ticket = ++opening;
     let v;
     try { v = await get(`../v1/guidelines/${version}`); } catch (e) { return fail(detail, e, ctx); }
+    if (ticket !== opening) return;
     const force = h("input", { type: "checkbox", id: "gl-force" });
     const rollback = v.status === "retired" && v.activated_at;
     const activate = h("button", { type: "button", id: "gl-activate", disabled: v.status === "active", onclick: async () => {
