@@ -10,6 +10,7 @@ images and API calls from this origin only, no inline code, no framing. Assets a
 from __future__ import annotations
 
 from fastapi import FastAPI
+from starlette.requests import Request
 from starlette.responses import RedirectResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Receive, Scope, Send
@@ -17,7 +18,7 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway.console import STATIC
 
 PREFIX = "/console"
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 HEADERS = [
     (b"content-security-policy", CSP.encode()),
@@ -64,8 +65,8 @@ class _Assets:
 def install(app: FastAPI) -> None:
     """Serve the console at ``/console/`` (``/console`` redirects there, so relative asset paths resolve)."""
 
-    async def to_slash(request: object) -> RedirectResponse:
+    async def to_slash(request: Request) -> RedirectResponse:
         return RedirectResponse("console/", status_code=308)  # relative: right behind a proxy's root_path too
 
-    app.add_route(PREFIX, to_slash, include_in_schema=False)  # type: ignore[arg-type]
+    app.add_route(PREFIX, to_slash, include_in_schema=False)
     app.mount(PREFIX, _Assets(), name="console")
