@@ -21,8 +21,10 @@ that face clients (HTTP, MCP) always pass the principal their caller authenticat
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -257,3 +259,50 @@ class Gateway:
         ready = all(v == "ok" for v in results.values()) and not failing
         return ready, {"status": "ok" if ready else "unavailable", "databases": results, "privileges": privileges}
 
+
+    # --- rules in force (the console's Rules page; `rules check` over HTTP) --------------------------------
+
+    async def rules(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """The rules in force for ``database`` and what ``rules check`` finds in its files right now.
+
+        Names what the rules hide, so only dba and admin keys reach it (gateway.auth.access). ``problems`` are
+        the files' problems against the live schema (every table and column, readable or not); ``privileges``
+        what the gateway's role may do beyond the rules, from the last privilege check.
+        """
+        from gateway.rules.check import check_rules  # only this operation reads rule files anew
+
+        principal.check_database(database)
+        state = self.state
+        target = state.target(database)
+        rules = state.ruleset(database)
+        folder = state.settings.rules_dir
+        problems = check_rules(folder, {database: await introspect(target, everything=True)})
+        report = state.extras.get("privileges")
+        privileges = report.details(database) if report is not None else []
+
+        def where(path: Any) -> str:
+            try:
+                return str(Path(path).relative_to(folder))
+            except ValueError:
+                return str(path)
+
+        def belongs(file: str) -> bool:
+            path = Path(file)
+            return path.parent == folder / database or path.stem == database
+
+        return {
+            "database": database,
+            "files": [where(p) for p in rules.sources],
+            "instructions": list(rules.instructions),
+            "hidden_tables": sorted(rules.hidden_tables),
+            "hidden_columns": sorted(rules.hidden_columns),
+            "extra_functions": sorted(rules.extra_functions),
+            "limits": {k: v for k, v in dataclasses.asdict(rules.limits).items() if v is not None},
+            "required_conditions": [{"name": c.name, "applies_to": c.applies_to, "sql": c.sql,
+                                     "message": c.message, "file": where(c.file) if c.file else "",
+                                     "line": c.line} for c in rules.required_conditions],
+            "result_checks": [dataclasses.asdict(c) for c in rules.result_checks],
+            "problems": [{"file": where(p.file), "line": p.line, "message": p.message, "severity": p.severity}
+                         for p in problems if belongs(p.file)],
+            "privileges": privileges,
+        }

@@ -81,6 +81,7 @@ def test_serve_from_the_core_install(core: Path, demo_dsn: str, tmp_path: Path) 
         checked = httpx.post(base + "/v1/check", json={"sql": "SELECT pg_sleep(10)"})
         ready = httpx.get(base + "/readyz")
         metrics = httpx.get(base + "/metrics")
+        console = [httpx.get(f"{base}/console/{name}") for name in ("", "app.js", "console.css")]  # in the wheel
     finally:
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=30)
@@ -89,6 +90,7 @@ def test_serve_from_the_core_install(core: Path, demo_dsn: str, tmp_path: Path) 
     assert blocked.status_code == 422 and blocked.headers["content-type"].startswith("application/problem+json")
     assert checked.status_code == 200 and checked.json()["verdict"]["allowed"] is False
     assert ready.status_code == 200 and "nl2sql_requests_total" in metrics.text
+    assert [r.status_code for r in console] == [200, 200, 200] and "app.js" in console[0].text
     assert proc.returncode in (0, -signal.SIGTERM), stderr
     assert "Traceback" not in stderr
 

@@ -13,13 +13,16 @@ from fastapi import Depends, FastAPI
 
 from gateway import __version__
 from gateway.api import (
+    console,
     docs,
     problems,
+    routes_access,
     routes_ask,
     routes_examples,
     routes_feedback,
     routes_guidelines,
     routes_health,
+    routes_rules,
     routes_sql,
 )
 from gateway.api.limits import rate_limit
@@ -81,7 +84,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_guidelines.router)
     app.include_router(routes_examples.router)
     app.include_router(routes_health.router)
+    app.include_router(routes_access.router)
+    app.include_router(routes_rules.router)
     docs.install(app)
+    console.install(app)  # /console: the web console, a client of the routes above
     return app
 
 

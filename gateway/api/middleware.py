@@ -6,7 +6,8 @@ Admission runs in this order, each step refusing with a problem before the next 
 1. draining after SIGTERM: 503 ``shutting_down`` (the connection is closed after the answer);
 2. the media type: 415;
 3. the API key, checked before the request holds anything; an address that keeps sending bad keys spends a
-   small budget (:class:`gateway.backpressure.Strangers`) and then answers 429 without a key lookup;
+   small budget (:class:`gateway.backpressure.Strangers`) and then answers 429 without a key lookup (the
+   console's static files under ``/console`` need no key: the page must load before anyone can sign in);
 4. the body, read whole within ``server.body_timeout_s`` (408 ``request_timeout``) and
    ``server.max_body_bytes`` (413);
 5. only then a slot among ``backpressure.max_in_flight`` (503 ``overloaded``), so a client that sends its
@@ -28,6 +29,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import deadline, errors
+from gateway.api.console import is_console
 from gateway.api.problems import problem_response
 from gateway.backpressure import InFlight, Strangers
 from gateway.observability import metrics
@@ -149,7 +151,8 @@ class GatewayMiddleware:
         if scope["method"] in {"POST", "PUT", "PATCH"} and not _is_json(headers.get(b"content-type")):
             raise _Refused(errors.UnsupportedMediaType(
                 "send the request body as JSON with Content-Type: application/json"))
-        await self._authenticate(scope, headers)
+        if not is_console(scope["path"]):  # the console's static page must load before it can sign in
+            await self._authenticate(scope, headers)
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _Refused(self._too_large())

@@ -268,3 +268,44 @@ class ReviewRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     note: str | None = Field(default=None, max_length=4000, description="Why: kept with the decision.")
+
+
+class WhoAmI(BaseModel):
+    """The caller as the gateway sees it (the console offers only the pages this role may use)."""
+
+    name: str = Field(description="The key's name; `anonymous` when access control is off.")
+    role: Literal["client", "dba", "admin"] = Field(description="Roles nest: a dba may do what a client may.")
+    databases: list[str] = Field(description="Databases the key may use (`*`: every one).")
+    auth_enabled: bool = Field(description="False when the gateway runs without access control (loopback only).")
+
+
+class ConditionOut(BaseModel):
+    name: str
+    applies_to: str
+    sql: str
+    message: str
+    file: str
+    line: int
+
+
+class RuleProblemOut(BaseModel):
+    file: str = Field(description="The rule file, relative to `rules_dir`.")
+    line: int = Field(description="1-based; 0 when the whole file is at fault.")
+    message: str
+    severity: Literal["error", "warning"]
+
+
+class RulesResponse(BaseModel):
+    database: str
+    files: list[str] = Field(description="The rule files in force, relative to `rules_dir`.")
+    instructions: list[str]
+    hidden_tables: list[str]
+    hidden_columns: list[str] = Field(description="`table.column`, lower case.")
+    extra_functions: list[str] = Field(description="Functions allowed beyond the built-in allowlist.")
+    limits: dict[str, int]
+    required_conditions: list[ConditionOut]
+    result_checks: list[dict[str, Any]]
+    problems: list[RuleProblemOut] = Field(description="What `nl2sql-gateway rules check` finds in the files "
+                                           "against the live schema now (without `--role`).")
+    privileges: list[str] = Field(description="What the gateway's role may do beyond the rules, from the last "
+                                  "privilege check (empty when clean or not checked).")

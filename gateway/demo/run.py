@@ -28,6 +28,7 @@ nl2sql-gateway demo is serving on http://127.0.0.1:{port}  (Ctrl-C or SIGTERM st
   Postgres data: {data_dir}
   Demo database: {reader_dsn}  (read-only role; psql "{reader_dsn}")
   OpenAPI docs:  http://127.0.0.1:{port}/docs
+  Web console:   http://127.0.0.1:{port}/console/  (no sign-in needed: access control is off on loopback)
 
 Every other command reaches the running demo through its config file:
   export NL2SQL_CONFIG={config}

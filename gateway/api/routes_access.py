@@ -1,0 +1,24 @@
+"""``GET /v1/whoami``: the caller's own key, role and databases (the console hides pages it may not use)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from gateway import errors
+from gateway.api.deps import get_state
+from gateway.api.models import WhoAmI
+from gateway.api.problems import openapi_responses
+from gateway.auth import Principal
+from gateway.auth.access import authorize
+from gateway.state import GatewayState
+
+router = APIRouter(prefix="/v1", tags=["access"])
+
+
+@router.get("/whoami", response_model=WhoAmI, summary="The caller's key: name, role and databases",
+            description="Any valid key may ask about itself; nothing about other keys is shown.",
+            responses=openapi_responses(errors.Unauthorized, errors.Forbidden))
+async def whoami(state: GatewayState = Depends(get_state), principal: Principal = Depends(authorize)) -> WhoAmI:
+    auth = state.auth
+    return WhoAmI(name=principal.name, role=principal.role.value, databases=sorted(principal.databases),
+                  auth_enabled=bool(auth is not None and auth.settings.enabled))

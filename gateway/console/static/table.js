@@ -1,0 +1,65 @@
+// The result table: sortable columns (buttons in the headers, aria-sort), copy as TSV, download as CSV.
+
+import { h, fmt } from "./dom.js";
+
+const NUMERIC = /^(int|float|numeric|decimal|real|double|money|smallint|bigint)/;
+
+export function isNumeric(type) { return NUMERIC.test(type || ""); }
+
+function compare(a, b, numeric) {
+  if (a === null || a === undefined) return b === null || b === undefined ? 0 : 1;
+  if (b === null || b === undefined) return -1;
+  if (numeric) return Number(a) - Number(b);
+  return String(a).localeCompare(String(b), undefined, { numeric: true });
+}
+
+function csvCell(v) {
+  const s = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+}
+
+export function toCSV(columns, rows) {
+  return [columns.map((c) => csvCell(c.name)), ...rows.map((r) => r.map(csvCell))].map((l) => l.join(",")).join("\r\n") + "\r\n";
+}
+
+export function resultTable(columns, rows, { caption = "Result", say = () => {} } = {}) {
+  let order = rows.map((_, i) => i);
+  let sorted = { col: -1, dir: "none" };
+  const tbody = h("tbody");
+  const heads = columns.map((c, i) => h("th", { scope: "col", "aria-sort": "none" },
+    h("button", { type: "button", class: "sort", onclick: () => sortBy(i) }, c.name,
+      h("span", { class: "type" }, ` ${c.type}`))));
+
+  function render() {
+    tbody.replaceChildren(...order.map((i) => h("tr", {}, rows[i].map((v, j) =>
+      h("td", { class: [v === null ? "null" : "", isNumeric(columns[j].type) ? "num" : ""].join(" ").trim() || null }, fmt(v))))));
+  }
+  function sortBy(col) {
+    const dir = sorted.col === col && sorted.dir === "ascending" ? "descending" : "ascending";
+    const numeric = isNumeric(columns[col].type);
+    order = rows.map((_, i) => i).sort((a, b) => compare(rows[a][col], rows[b][col], numeric) * (dir === "ascending" ? 1 : -1));
+    sorted = { col, dir };
+    heads.forEach((th, i) => th.setAttribute("aria-sort", i === col ? dir : "none"));
+    render();
+    say(`Sorted by ${columns[col].name}, ${dir}.`);
+  }
+  render();
+
+  const copy = h("button", { type: "button", onclick: async () => {
+    const text = [columns.map((c) => c.name), ...order.map((i) => rows[i].map(fmt))].map((r) => r.join("\t")).join("\n");
+    try { await navigator.clipboard.writeText(text); say(`Copied ${rows.length} rows.`); }
+    catch { say("The browser did not allow copying; use Download CSV instead."); }
+  } }, "Copy");
+  const download = h("button", { type: "button", onclick: () => {
+    const url = URL.createObjectURL(new Blob([toCSV(columns, order.map((i) => rows[i]))], { type: "text/csv" }));
+    const a = h("a", { href: url, download: "result.csv" });
+    document.body.append(a); a.click(); a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    say("CSV downloaded.");
+  } }, "Download CSV");
+
+  return h("div", { class: "result" },
+    h("div", { class: "toolbar" }, copy, download),
+    h("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": caption },
+      h("table", { class: "grid" }, h("caption", {}, caption), h("thead", {}, h("tr", {}, heads)), tbody)));
+}
