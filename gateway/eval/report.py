@@ -62,6 +62,7 @@ def scenario_report(name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     latencies = [float(r.get("latency_ms") or 0.0) for r in scored]
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     reflection, _, guideline = name.partition("/")
+    clarifications = sum(r.get("status") == "needs_clarification" for r in scored)
     return {
         "name": name,
         "reflection": reflection,
@@ -84,6 +85,10 @@ def scenario_report(name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
         "latency_ms_p50": round(p50, 1) if p50 is not None else None,
         "latency_ms_p95": round(p95, 1) if p95 is not None else None,
         "errors": sum(r.get("status") == "error" for r in scored),
+        # A clarifying question is not an answer: it counts as not correct in EX (asking back never raises EX)
+        # and is reported here, so that it is not mistaken for wrong SQL.
+        "clarifications": clarifications,
+        "clarification_rate": _ratio(clarifications, len(scored)),
     }
 
 
