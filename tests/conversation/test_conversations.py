@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway import errors
 from gateway.auth import new_token
 from gateway.pipeline import conversation as conversation_module
 from gateway.pipeline.conversation import render
@@ -247,3 +248,28 @@ def test_module_doctests() -> None:
 
     assert doctest.testmod(clarify).failed == 0
     assert doctest.testmod(conversation_module).failed == 0
+
+
+async def test_other_adapters_continue_a_conversation_through_the_gateway_object(
+    demo_dsn: str, store_dsn: str, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    from gateway import Gateway
+    from gateway.auth import Principal, Role
+
+    alice = Principal(name="alice", role=Role.CLIENT, databases=frozenset({"demo"}), key_id="alicekey")
+    mallory = Principal(name="mallory", role=Role.CLIENT, databases=frozenset({"demo"}), key_id="mallorykey")
+    script(llm, sql("SELECT count(*) AS n FROM orders"))
+    script(llm, sql("SELECT count(*) AS n FROM orders WHERE channel = 'web'"))
+    async with Gateway(conv_settings(demo_dsn, store_dsn, llm, tmp_path)) as gw:
+        first = await gw.ask(gw.question("demo", "How many orders?", principal=alice, request_id="gw-1"))
+        assert first.conversation_id is not None
+        q = gw.question("demo", "only web orders", principal=alice, request_id="gw-2",
+                        conversation_id=first.conversation_id)
+        thread = await gw.conversation(q)
+        answers: list[Any] = []
+        events = [name async for name, _ in gw.ask_events(q, answers, thread)]
+        stolen = gw.question("demo", "only web orders", principal=mallory, conversation_id=first.conversation_id)
+        with pytest.raises(errors.UnknownConversation):
+            await gw.conversation(stolen)
+    assert events == ["attempt", "answer"] and answers[0].conversation_id == first.conversation_id
+    assert "Question: How many orders?" in carried(generations(llm)[-1])
