@@ -171,6 +171,19 @@ class UnknownRequest(NotFound):
     code, title = "unknown_request", "Unknown request id"
 
 
+class UnknownConversation(NotFound):
+    """No conversation with this id belongs to the caller (another key's, expired, or never started): the
+    same answer in every case, so an id cannot be probed."""
+
+    code, title = "unknown_conversation", "Unknown conversation id"
+
+
+class ConversationDatabaseMismatch(GatewayError):
+    """A follow-up names another database than the conversation's; ``extra['conversation_database']``."""
+
+    code, status, title = "conversation_database_mismatch", 409, "The conversation is on another database"
+
+
 class FeedbackConflict(GatewayError):
     """This client already gave different feedback on this request (feedback is idempotent, not editable)."""
 

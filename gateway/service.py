@@ -34,13 +34,13 @@ from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
-from gateway.feedback import FeedbackIn, StoredFeedback, store_of, submit
+from gateway.feedback import FeedbackIn, StoredFeedback, client_id, store_of, submit
 from gateway.llm import open_llm
 from gateway.magic import lifecycle
 from gateway.magic.run import RunReport
 from gateway.magic.wiring import open_feedback_store
 from gateway.observability.logging import get_logger
-from gateway.pipeline import Answer, Question, ask, ask_events, llm_for
+from gateway.pipeline import Answer, Question, Thread, ask, ask_events, llm_for, open_thread
 from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.settings import Settings
@@ -172,35 +172,42 @@ class Gateway:
     # --- questions ------------------------------------------------------------------------------------
 
     def question(self, database: str, question: str, *, evidence: str | None = None, max_rows: int | None = None,
-                 request_id: str | None = None, principal: Principal = ANONYMOUS) -> Question:
+                 request_id: str | None = None, principal: Principal = ANONYMOUS,
+                 conversation_id: str | None = None, client: str | None = None) -> Question:
         """A question as the pipeline takes it, after the principal's access is checked; pass it to
         :meth:`ask` or :meth:`ask_events`.
 
         ``evidence``: domain knowledge that helps answer; ``max_rows``: a lower row cap for the answer;
-        ``request_id``: the id under which the answer is audited and feedback names it. Fails with
-        ``llm_not_configured`` up front when no LLM can answer (unless verified examples may).
+        ``request_id``: the id under which the answer is audited and feedback names it. It is a turn of a
+        conversation (with a store): ``conversation_id`` continues one the same client started (the
+        principal's API key; without one, ``client``, an ``X-Client-Id``-like name, or ``anonymous``);
+        without it the answer starts a new one. Fails with ``llm_not_configured`` up front when no LLM can
+        answer (unless verified examples may).
         """
         principal.check_database(database)
         state = self.state
         if not state.settings.store.exact_match_answers:
             llm_for(state, state.target(database))
-        return Question(database, question, evidence, max_rows, request_id, role=principal.pg_role)
+        return Question(database, question, evidence, max_rows, request_id, role=principal.pg_role,
+                        conversation_id=conversation_id, client=client_id(client, principal.key_id))
 
-    async def ask(self, q: Question) -> Answer:
-        """Answer a question: generate, check, execute, validate and reflect (see :mod:`gateway.pipeline`).
+    async def ask(self, q: Question, thread: Thread | None = None) -> Answer:
+        """Answer a question: generate, check, execute, validate and reflect (see :mod:`gateway.pipeline`);
+        the answer is a turn of ``q``'s conversation (``thread``, when :meth:`conversation` opened it).
 
         The :class:`~gateway.pipeline.Answer` has the ``status`` (``ok``, ``suspicious``, ``failed``,
-        ``blocked``), the chosen attempt and every attempt with its findings, and the ``stop_reason``;
-        ``answer.as_dict()`` is the ``POST /v1/ask`` body. Raises ``llm_unavailable``, ``llm_bad_output`` or
-        ``deadline_exceeded`` when no attempt produced SQL to show.
+        ``blocked``, ``needs_clarification``), the chosen attempt and every attempt with its findings, and the
+        ``stop_reason``; ``answer.as_dict()`` is the ``POST /v1/ask`` body. Raises ``llm_unavailable``,
+        ``llm_bad_output`` or ``deadline_exceeded`` when no attempt produced SQL to show.
         """
-        return await ask(self.state, q)
+        return await ask(self.state, q, thread=thread)
 
-    def ask_events(self, q: Question, answers: list[Answer]) -> AsyncIterator[tuple[str, Any]]:
+    def ask_events(self, q: Question, answers: list[Answer],
+                   thread: Thread | None = None) -> AsyncIterator[tuple[str, Any]]:
         """``("attempt", ...)`` per validated attempt (and ``("candidates", ...)`` with ``ask.candidates`` > 1),
         then ``("answer", ...)``; the answer is appended to ``answers``. Closing the iterator cancels the
         question."""
-        return ask_events(self.state, q, answers)
+        return ask_events(self.state, q, answers, thread)
 
     # --- feedback and guidelines ----------------------------------------------------------------------
 
@@ -306,3 +313,12 @@ class Gateway:
                          for p in problems if belongs(p.file)],
             "privileges": privileges,
         }
+
+    # --- conversations ----------------------------------------------------------------------------------
+
+    async def conversation(self, q: Question) -> Thread | None:
+        """``q``'s conversation with its earlier turns, opened before answering (pass it to :meth:`ask` or
+        :meth:`ask_events`) so that ``unknown_conversation``, ``conversation_database_mismatch`` and
+        ``store_not_configured`` raise before a stream starts. None: the question has no conversation (no
+        store, or a question built without a client)."""
+        return await open_thread(self.state, q)

@@ -115,6 +115,16 @@ class AskPolicy(BaseModel):
         "takes the group of the lowest-numbered candidate, `llm` asks the LLM to pick (one more call)."
     )
 
+    clarifications: bool = Field(
+        default=True, description="Let the LLM answer an ambiguous question with a clarifying question "
+        "(status `needs_clarification`, no SQL run) instead of guessing; false: the prompt does not offer it and "
+        "such a reply counts as `no_sql`.",
+    )
+    conversation_token_budget: int = Field(
+        default=1000, ge=0, description="Most tokens (about 4 characters each) of earlier turns (their questions, "
+        "SQL and result shapes, never rows) shown with a follow-up question; the latest turns first. 0: none.",
+    )
+
     @field_validator("reflect_on", mode="before")
     @classmethod
     def _registered_codes(cls, value: Any) -> Any:
@@ -200,6 +210,11 @@ class StoreSettings(BaseModel):
     exact_match_answers: bool = Field(
         default=False, description="Answer a question that exactly matches a verified example (same database, "
         "same words ignoring case, spaces and final punctuation) with its verified SQL, without the LLM."
+    )
+    conversation_retention_days: float = Field(
+        default=30.0, gt=0, description="A conversation (its turns: questions, SQL, result shapes) is kept this "
+        "long after its latest turn; older ones answer unknown_conversation and are deleted when a new "
+        "conversation starts."
     )
 
 

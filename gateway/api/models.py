@@ -122,6 +122,19 @@ class AskRequest(RequestBody):
                                  "answer, e.g. 'active customers means is_active = true'.")
     max_rows: int | None = Field(default=None, ge=1, description="Return at most this many rows; capped by "
                                  "the database's limits.max_rows.")
+    conversation_id: str | None = Field(
+        default=None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_-]+$",
+        description="Continue this conversation (the `conversation_id` of an earlier answer): the question is "
+        "read as a follow-up ('and by month?', 'only 2024') or as the reply to a clarifying question, with the "
+        "earlier turns' questions, SQL and result shapes (never rows) in the prompt. Only the API key (with "
+        "auth off: the `X-Client-Id`) that started a conversation can continue it, on the same database; any "
+        "other id answers `unknown_conversation`. Leave it out to start a new conversation.")
+
+
+class ClarificationOut(BaseModel):
+    question: str = Field(description="The question to put to the user; answer it as the next turn of the "
+                          "same conversation.")
+    options: list[str] = Field(description="Choices the model offered, when it gave any (may be empty).")
 
 
 class AskFindingOut(BaseModel):
@@ -149,7 +162,9 @@ class AttemptOut(BaseModel):
 
 
 class AskResponse(BaseModel):
-    status: str = Field(description="`ok`, `suspicious` (answered, findings remain), `failed` or `blocked`.")
+    status: str = Field(description="`ok`, `suspicious` (answered, findings remain), `failed`, `blocked` or "
+                        "`needs_clarification` (the question is ambiguous: `clarification` says what to ask the "
+                        "user; no SQL ran).")
     database: str
     sql: str | None = Field(description="The SQL of the chosen attempt.")
     columns: list[ColumnOut]
@@ -159,7 +174,7 @@ class AskResponse(BaseModel):
     findings: list[AskFindingOut] = Field(description="Findings left on the chosen attempt.")
     attempts: list[AttemptOut]
     stop_reason: str = Field(description="passed, repeated_sql, max_iterations, time_budget, llm_unavailable, "
-                             "deadline_exceeded or llm_bad_output.")
+                             "deadline_exceeded, llm_bad_output or clarification.")
     guideline_version: str | None = Field(description="The database's active guideline version.")
     guideline_applied: bool = Field(description="The guideline was shown to the LLM in at least one attempt.")
     request_id: str | None
@@ -170,6 +185,10 @@ class AskResponse(BaseModel):
         "running once a majority agreed), `chosen` (the attempt number), `selection` (`unanimous`, "
         "`largest_group`, `tie_first`, `tie_selector`, `none_passed`, `none_ran`), `agreement` (share of the n in the "
         "chosen group) and, when the LLM broke a tie, `selector`.")
+    conversation_id: str | None = Field(default=None, description="The conversation this answer is a turn of: "
+                                        "send it with the next question to follow up. Null without a store.")
+    clarification: ClarificationOut | None = Field(default=None, description="With `needs_clarification`: "
+                                                   "what to ask the user.")
 
 
 class FeedbackRequest(RequestBody):

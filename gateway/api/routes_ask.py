@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Header, Request
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
@@ -17,9 +17,9 @@ from gateway.api.problems import openapi_responses, problem_response
 from gateway.auth import Principal
 from gateway.auth.access import authorize
 from gateway.corrections import hand_over
-from gateway.feedback import audit_answer
+from gateway.feedback import audit_answer, client_id
 from gateway.observability.logging import get_logger
-from gateway.pipeline import Question, ask, ask_events, corrections_of, llm_for
+from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
 from gateway.pipeline.respond import Answer, sse, to_json
 from gateway.state import GatewayState
 
@@ -42,39 +42,53 @@ STREAM_DOC = (
     summary="Answer a question with SQL the gateway generated, checked, ran and validated",
     description="Generates SQL with the LLM, checks it (blocked SQL never runs), runs it read-only, validates "
     "the result and reflects on failures or suspicious results until an attempt passes, the SQL repeats, "
-    "`ask.max_iterations` is reached or the time budget is spent. " + STREAM_DOC,
+    "`ask.max_iterations` is reached or the time budget is spent. Every answer is a turn of a conversation "
+    "(`conversation_id`, with a store): send the id back to ask a follow-up. When the question is ambiguous "
+    "and the database's `ask.clarifications` allows it, the answer is `needs_clarification` with the question "
+    "to put to the user; the reply, sent in the same conversation, resolves it. " + STREAM_DOC,
     responses={
         200: {"content": {EVENT_STREAM: {"schema": {"type": "string"}}}, "description": "The answer, as JSON "
               "or as server-sent events."},
         **openapi_responses(errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge,
                             errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable,
                             errors.UnknownDatabase, errors.LLMNotConfigured, errors.LLMUnavailable,
-                            errors.LLMBadOutput, errors.DeadlineExceeded, errors.DatabaseUnavailable),
+                            errors.LLMBadOutput, errors.DeadlineExceeded, errors.DatabaseUnavailable,
+                            errors.UnknownConversation, errors.ConversationDatabaseMismatch,
+                            errors.StoreNotConfigured),
     },
 )
-async def post_ask(body: AskRequest, request: Request, state: GatewayState = Depends(get_state),
-                   principal: Principal = Depends(authorize)) -> Response:
+async def post_ask(
+    body: AskRequest,
+    request: Request,
+    x_client_id: Annotated[str | None, Header(
+        description="Who owns the conversation when auth is off; with auth, the API key does.")] = None,
+    state: GatewayState = Depends(get_state),
+    principal: Principal = Depends(authorize),
+) -> Response:
     request_id: str | None = getattr(request.state, "request_id", None)
     principal.check_database(body.database)
-    q = Question(body.database, body.question, body.evidence, body.max_rows, request_id, role=principal.pg_role)
+    q = Question(body.database, body.question, body.evidence, body.max_rows, request_id, role=principal.pg_role,
+                 conversation_id=body.conversation_id, client=client_id(x_client_id, principal.key_id))
     if not state.settings.store.exact_match_answers:  # with it, a verified example may answer without an LLM
         llm_for(state, state.target(q.database))  # fail before a stream starts: a plain problem response
+    thread = await open_thread(state, q)  # an unknown conversation is a plain problem response too
     if EVENT_STREAM in request.headers.get("accept", ""):
         answers: list[Answer] = []
         return StreamingResponse(
-            _events(state, q, answers), media_type=EVENT_STREAM,
+            _events(state, q, answers, thread), media_type=EVENT_STREAM,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             background=BackgroundTask(_hand_over_streamed, state, q, answers),
         )
-    answer = await ask(state, q)
+    answer = await ask(state, q, thread=thread)
     await audit_answer(state.store, answer, q.evidence)  # committed before the answer goes out: feedback may follow
     return Response(to_json(answer.as_dict()), media_type="application/json",
                     background=BackgroundTask(hand_over, state.corrections, corrections_of(answer, q)))
 
 
-async def _events(state: GatewayState, q: Question, answers: list[Answer]) -> AsyncIterator[bytes]:
+async def _events(state: GatewayState, q: Question, answers: list[Answer],
+                  thread: Thread | None) -> AsyncIterator[bytes]:
     try:
-        async for name, data in ask_events(state, q, answers):
+        async for name, data in ask_events(state, q, answers, thread):
             if name == "answer":
                 await audit_answer(state.store, answers[-1], q.evidence)
             yield sse(name, data)

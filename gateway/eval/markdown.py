@@ -35,17 +35,20 @@ def render_markdown(report: dict[str, Any], charts: list[str] | None = None) -> 
         "EX is execution accuracy: the answer's rows equal the gold SQL's as a multiset (order compared only when "
         "the gold has a top-level ORDER BY; column names ignored, column order free). *EX+cols* also accepts extra "
         "columns. *First pass* scores the first attempt of the same requests; *fixed* and *broken* count answers "
-        "that reflection turned from wrong to right and from right to wrong.",
+        "that reflection turned from wrong to right and from right to wrong. *Clarifications* counts questions "
+        "the model asked back about instead of answering (status `needs_clarification`): they score as not "
+        "correct.",
         "",
         "## Scenarios",
         "",
     ]
     out += _table(
         ["scenario", "EX", "EX+cols", "first pass", "fixed", "broken", "attempts/q", "LLM calls/q", "tokens/q",
-         "p50 ms", "p95 ms", "errors"],
+         "p50 ms", "p95 ms", "errors", "clarifications"],
         [[s["name"], _pct(s["ex"]), _pct(s["ex_extra"]), _pct(s["first_pass_ex"]), str(s["fixed"]), str(s["broken"]),
           _num(s["attempts_per_question"], 2), _num(s["llm_calls_per_question"], 2),
-          _num(s["tokens_per_question"], 0), _num(s["latency_ms_p50"]), _num(s["latency_ms_p95"]), str(s["errors"])]
+          _num(s["tokens_per_question"], 0), _num(s["latency_ms_p50"]), _num(s["latency_ms_p95"]), str(s["errors"]),
+          str(s.get("clarifications", 0))]
          for s in scenarios],
     )
     out += ["", "## Comparable EX", "",

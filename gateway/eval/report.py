@@ -132,6 +132,7 @@ def scenario_report(name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
     except ScenarioError:  # a name written by an older or newer version: report it as it is
         reflection, _, guideline = name.partition("/")
         candidates = 1
+    clarifications = sum(r.get("status") == "needs_clarification" for r in scored)
     return {
         "name": name,
         "reflection": reflection,
@@ -157,6 +158,10 @@ def scenario_report(name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
         "latency_ms_p95": round(p95, 1) if p95 is not None else None,
         "errors": sum(r.get("status") == "error" for r in scored),
         "false_alarms": false_alarms(scored),
+        # A clarifying question is not an answer: it counts as not correct in EX (asking back never raises EX)
+        # and is reported here, so that it is not mistaken for wrong SQL.
+        "clarifications": clarifications,
+        "clarification_rate": _ratio(clarifications, len(scored)),
     }
 
 

@@ -150,6 +150,8 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
         "stop_reason": answer.stop_reason,
         "guideline_version": answer.guideline_version,
         "guideline_applied": answer.guideline_applied,
+        # Asked back instead of answering: scored as not correct, counted apart (report: clarifications).
+        "clarification": answer.clarification.as_dict() if answer.clarification else None,
         "trace": [a.as_dict() for a in answer.attempts],
         # per attempt, strict EX (None: not run because it repeated an earlier SQL); with the trace's
         # findings this gives each finding code's precision and recall (see gateway.eval.report)

@@ -12,14 +12,17 @@
 - :mod:`~gateway.pipeline.reflect`: the LLM reviews its attempts and their findings;
 - :mod:`~gateway.pipeline.respond`: the best attempt becomes the answer, with its trace.
 
-:mod:`~gateway.pipeline.loop` runs them; :mod:`~gateway.pipeline.verified` answers exact matches of
+:mod:`~gateway.pipeline.loop` runs them; :mod:`~gateway.pipeline.conversation` puts a question in its
+conversation (earlier turns in, this turn stored) and :mod:`~gateway.pipeline.clarify` reads a clarifying
+question the model may ask instead of SQL; :mod:`~gateway.pipeline.verified` answers exact matches of
 verified examples without the LLM; :mod:`~gateway.pipeline.stream` turns attempts into server-sent events;
 :mod:`~gateway.pipeline.tally` records metrics and log lines.
 """
 
-from gateway.pipeline.loop import ask, llm_for
+from gateway.pipeline.conversation import Thread, ask, open_thread
+from gateway.pipeline.loop import llm_for
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Answer, Attempt, corrections_of
 from gateway.pipeline.stream import ask_events
 
-__all__ = ["Answer", "Attempt", "Question", "ask", "ask_events", "corrections_of", "llm_for"]
+__all__ = ["Answer", "Attempt", "Question", "Thread", "ask", "ask_events", "corrections_of", "llm_for", "open_thread"]

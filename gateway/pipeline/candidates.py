@@ -88,9 +88,10 @@ def draws(policy: AskPolicy) -> list[Draw]:
     return [Draw(1, PLAIN, policy.temperature), *later]
 
 
-def candidate_messages(ctx: Any, question: str, evidence: str | None, variant: str) -> list[dict[str, str]]:
+def candidate_messages(ctx: Any, question: str, evidence: str | None, variant: str, *,
+                       earlier: str = "") -> list[dict[str, str]]:
     """The generation prompt, with the variant's way of working added to the user message."""
-    messages = generation_messages(ctx, question, evidence)
+    messages = generation_messages(ctx, question, evidence, earlier=earlier)
     if variant != PLAIN:
         messages[-1] = {**messages[-1], "content": messages[-1]["content"]
                         + "\n\n## How to work this one out\n" + prompts.CANDIDATE_STRATEGIES[variant]}
@@ -125,8 +126,9 @@ def group(attempts: Sequence[Attempt]) -> list[list[Attempt]]:
 
 async def first_pass(llm: LLMClient, ctx: Any, q: Question, policy: AskPolicy, *, model: str, deadline: float,
                      evaluate: Evaluate, on_attempt: OnAttempt | None = None,
-                     on_candidates: OnCandidates | None = None) -> Pick:
-    """Draw, run and choose among ``policy.candidates`` candidates (see the module docstring)."""
+                     on_candidates: OnCandidates | None = None, earlier: str = "") -> Pick:
+    """Draw, run and choose among ``policy.candidates`` candidates (see the module docstring); ``earlier``: the
+    conversation's earlier turns, as every candidate's prompt carries them (candidates never offer to clarify)."""
     planned = draws(policy)
     n = len(planned)
 
@@ -134,7 +136,7 @@ async def first_pass(llm: LLMClient, ctx: Any, q: Question, policy: AskPolicy, *
         began = time.perf_counter()
         failure: errors.GatewayError | None = None
         try:
-            reply = await llm.complete(candidate_messages(ctx, q.question, q.evidence, draw.variant),
+            reply = await llm.complete(candidate_messages(ctx, q.question, q.evidence, draw.variant, earlier=earlier),
                                        purpose="generate", model=model, temperature=draw.temperature,
                                        deadline=deadline)
         except errors.GatewayError as exc:  # this candidate is lost; the others carry on

@@ -31,6 +31,7 @@ from sqlglot.tokens import TokenType
 
 from gateway.llm import LLMClient, LLMReply
 from gateway.pipeline import prompts
+from gateway.pipeline.clarify import Clarification, parse_clarification, without_clarification
 from gateway.untrusted import data_block
 
 _TAGGED = re.compile(r"<sql>(.*?)</sql>", re.IGNORECASE | re.DOTALL)
@@ -48,10 +49,12 @@ class Drafted:
 
     sql: str | None
     reply: LLMReply
+    clarification: Clarification | None = None  # a <clarify> block, read only where the prompt offered one
 
 
 def extract_sql(text: str) -> str | None:
-    """The SQL in an LLM answer, or None when there is none."""
+    """The SQL in an LLM answer, or None when there is none (a ``<clarify>`` question is never read as SQL)."""
+    text = without_clarification(text)
     candidates = [m.group(1) for m in _TAGGED.finditer(text)]
     if not candidates:
         unclosed = _UNCLOSED_TAG.search(text)  # a reply cut off by the token limit
@@ -154,18 +157,28 @@ def question_block(question: str, evidence: str | None) -> str:
     return f"## Question\n{question.strip()}\n\n## Evidence\n{(evidence or '').strip() or prompts.NO_EVIDENCE}"
 
 
-def generation_messages(ctx: Any, question: str, evidence: str | None) -> list[dict[str, str]]:
-    user = "\n\n".join([context_block(ctx, with_examples=True), question_block(question, evidence),
-                        "Give the SQL between <sql> and </sql>."])
-    return [{"role": "system", "content": prompts.GENERATE_SYSTEM}, {"role": "user", "content": user}]
+def generation_messages(ctx: Any, question: str, evidence: str | None, *, earlier: str = "",
+                        clarify: bool = False) -> list[dict[str, str]]:
+    """``earlier``: the conversation's earlier turns (``gateway.pipeline.conversation.render``); ``clarify``:
+    offer a clarifying question instead of SQL (``gateway.pipeline.clarify``)."""
+    sections = [context_block(ctx, with_examples=True)]
+    if earlier:
+        sections.append(earlier)
+    sections += [question_block(question, evidence), "Give the SQL between <sql> and </sql>."]
+    if clarify:
+        sections.append(prompts.CLARIFY_OFFER)
+    return [{"role": "system", "content": prompts.GENERATE_SYSTEM}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
 async def generate(llm: LLMClient, ctx: Any, question: str, evidence: str | None, *, model: str,
-                   temperature: float | None, deadline: float) -> Drafted:
-    """First attempt: one LLM call; the SQL may be None (the caller records a ``no_sql`` finding)."""
-    reply = await llm.complete(generation_messages(ctx, question, evidence), purpose="generate", model=model,
-                               temperature=temperature, deadline=deadline)
-    return Drafted(extract_sql(reply.text), reply)
+                   temperature: float | None, deadline: float, earlier: str = "", clarify: bool = False) -> Drafted:
+    """First attempt: one LLM call; the SQL may be None (the caller records a ``no_sql`` finding), and when
+    ``clarify`` offered it and no SQL came back, the reply may be a clarifying question."""
+    reply = await llm.complete(generation_messages(ctx, question, evidence, earlier=earlier, clarify=clarify),
+                               purpose="generate", model=model, temperature=temperature, deadline=deadline)
+    sql = extract_sql(reply.text)
+    asked = parse_clarification(reply.text) if clarify and sql is None else None
+    return Drafted(sql, reply, asked)
 
 
 def preview_rows(rows: list[list[Any]], limit: int = 5, width: int = 200) -> str:

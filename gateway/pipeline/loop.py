@@ -29,9 +29,9 @@ from gateway.pipeline.check import check
 from gateway.pipeline.execute import execute
 from gateway.pipeline.generate import Drafted, generate, normalize_sql
 from gateway.pipeline.judge import judge
-from gateway.pipeline.question import Question
+from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.reflect import guideline_applies, reflect
-from gateway.pipeline.respond import Answer, Attempt, Source, choose, status_of
+from gateway.pipeline.respond import Answer, Attempt, Source, choose, clarifying_answer, status_of
 from gateway.pipeline.tally import log_attempt
 from gateway.pipeline.validate import Finding, triggers, validate
 from gateway.pipeline.verified import OnAttempt, answer_verified, offline_answers_only
@@ -84,15 +84,16 @@ class _Run:
 
 
 async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None,
-              on_candidates: OnCandidates | None = None) -> Answer:
+              on_candidates: OnCandidates | None = None, earlier: Earlier = NO_EARLIER) -> Answer:
     """Answer ``q``; ``on_attempt`` sees each attempt as soon as it is validated, ``on_candidates`` the
-    candidates' groups once one is chosen (``ask.candidates`` > 1), both for streaming."""
+    candidates' groups once one is chosen (``ask.candidates`` > 1), both for streaming; ``earlier``: what
+    the conversation's earlier turns add (``gateway.pipeline.conversation``, which calls this)."""
     target = state.target(q.database)
     policy = target.settings.ask
     deadline = time.monotonic() + min(policy.time_budget_s, state.settings.server.request_timeout_s)
     policy_now = state.policy(q.database)
     hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
-    if state.settings.store.exact_match_answers:
+    if state.settings.store.exact_match_answers and not earlier.prompt:  # a follow-up's words mean nothing alone
         offline = _Run(state, q, target, None, None, policy, deadline, None, state.ruleset(q.database), hidden)
         verified = await answer_verified(state, q, policy, on_attempt, offline.check_and_run)
         if verified is not None:
@@ -104,7 +105,7 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
             raise await offline_answers_only(state, q, exc) from None
         raise
     ctx = await build_context(state, state.settings.context, target, state.ruleset(q.database), q.question,
-                              q.evidence)
+                              "\n".join(filter(None, [q.evidence, earlier.topic])))
     run = _Run(state, q, target, llm, model, policy, deadline, ctx, state.ruleset(q.database), hidden)
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []
@@ -125,14 +126,24 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
 
     if policy.candidates > 1:
         pick = await first_pass(llm, ctx, q, policy, model=model, deadline=deadline, evaluate=first_draft,
-                                on_attempt=on_attempt, on_candidates=on_candidates)
+                                on_attempt=on_attempt, on_candidates=on_candidates, earlier=earlier.prompt)
         attempts.extend(pick.attempts)
         attempt, history, candidates = pick.chosen, [pick.chosen], pick.summary
         seen.update(normalize_sql(a.sql) for a in attempts if a.sql)
     else:
         began = time.perf_counter()
         drafted = await generate(llm, ctx, q.question, q.evidence, model=model, temperature=policy.temperature,
-                                 deadline=deadline)
+                                 deadline=deadline, earlier=earlier.prompt,
+                                 clarify=policy.clarifications and earlier.may_clarify)
+        if drafted.clarification is not None:  # the model asks the user instead of guessing: nothing runs
+            reply = drafted.reply
+            await record(Attempt(n=1, source="generation", sql=None, tokens={"prompt": reply.prompt_tokens,
+                                 "completion": reply.completion_tokens}, timings={"llm_ms": reply.llm_ms,
+                                 "total_ms": (time.perf_counter() - began) * 1000}))
+            answer = clarifying_answer(q, attempts[0], drafted.clarification.masked(hidden),
+                                       ctx.guideline.version if ctx.guideline else None)
+            state.tally.count(q.database, answer.status, attempts, None)
+            return answer
         attempt = await _evaluate(run, 1, "generation", drafted, began, guideline_applied=False)
         if attempt.sql:
             seen.add(normalize_sql(attempt.sql))
@@ -160,7 +171,8 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         try:
             drafted = await reflect(llm, ctx, q.question, q.evidence, history, codes,
                                     guideline=guideline if applied else None, policy=policy_now,
-                                    model=model, temperature=policy.temperature, deadline=deadline)
+                                    model=model, temperature=policy.temperature, deadline=deadline,
+                                    earlier=earlier.prompt)
         except (errors.LLMUnavailable, errors.DeadlineExceeded, errors.LLMBadOutput) as exc:
             if all(a.sql is None for a in history):
                 raise

@@ -70,11 +70,13 @@ def _attempt_block(attempt: Attempt, names: Sequence[str]) -> str:
 
 def reflection_messages(ctx: Any, question: str, evidence: str | None, attempts: Sequence[Attempt],
                         trigger_codes: Sequence[str], *, guideline: str | None,
-                        policy: Policy) -> list[dict[str, str]]:
+                        policy: Policy, earlier: str = "") -> list[dict[str, str]]:
     names = hidden_names(policy)
     sections = [context_block(ctx, with_examples=True)]
     if guideline:
         sections.append("## Guideline: reminders from mistakes made before\n" + guideline.strip())
+    if earlier:  # a follow-up ("and by month?") means nothing without the turns it follows
+        sections.append(earlier)
     sections.append(question_block(question, evidence))
     sections.append("## Earlier attempts\n" + "\n\n".join(_attempt_block(a, names) for a in attempts))
     advice = [f"- {prompts.FINDING_ADVICE[c]}" for c in trigger_codes if c in prompts.FINDING_ADVICE]
@@ -86,8 +88,8 @@ def reflection_messages(ctx: Any, question: str, evidence: str | None, attempts:
 
 async def reflect(llm: LLMClient, ctx: Any, question: str, evidence: str | None, attempts: Sequence[Attempt],
                   trigger_codes: Sequence[str], *, guideline: str | None, policy: Policy, model: str,
-                  temperature: float | None, deadline: float) -> Drafted:
+                  temperature: float | None, deadline: float, earlier: str = "") -> Drafted:
     messages = reflection_messages(ctx, question, evidence, attempts, trigger_codes, guideline=guideline,
-                                   policy=policy)
+                                   policy=policy, earlier=earlier)
     reply = await llm.complete(messages, purpose="reflect", model=model, temperature=temperature, deadline=deadline)
     return Drafted(extract_sql(reply.text), reply)

@@ -5,7 +5,11 @@ Status of an answer:
 - ``suspicious``: it ran, but findings remain (ones the policy does not reflect on, or ones reflection did
   not clear before the loop stopped);
 - ``failed``: no attempt ran successfully (database errors, or no SQL in the LLM's answers);
-- ``blocked``: every attempt that produced SQL was refused by the safety check.
+- ``blocked``: every attempt that produced SQL was refused by the safety check;
+- ``needs_clarification``: the model asked the user a clarifying question instead of guessing (no SQL ran;
+  ``clarification`` holds the question and options, see :mod:`gateway.pipeline.clarify`).
+
+Every answer given in a conversation carries its ``conversation_id`` (:mod:`gateway.pipeline.conversation`).
 
 When the LLM's answers never contained any SQL at all, ``POST /v1/ask`` answers the problem
 ``llm_bad_output`` (502) instead of a ``failed`` answer: nothing was tried, so there is no trace worth
@@ -20,11 +24,12 @@ from typing import Any, Literal
 from gateway.corrections import Correction
 from gateway.execute import QueryResult, values
 from gateway.findings import Finding
+from gateway.pipeline.clarify import Clarification
 from gateway.pipeline.generate import normalize_sql
 from gateway.pipeline.question import Question
 
 Source = Literal["generation", "candidate", "reflection", "verified_example"]
-Status = Literal["ok", "suspicious", "failed", "blocked"]
+Status = Literal["ok", "suspicious", "failed", "blocked", "needs_clarification"]
 
 
 @dataclass(slots=True)
@@ -91,6 +96,8 @@ class Answer:
     guideline_applied: bool
     request_id: str | None = None
     candidates: dict[str, Any] | None = None  # with ask.candidates > 1: the groups and how one was chosen
+    clarification: Clarification | None = None  # with status needs_clarification
+    conversation_id: str | None = None  # set when the answer is a turn of a conversation
 
     def as_dict(self) -> dict[str, Any]:
         result = self.chosen.result if self.chosen else None
@@ -108,6 +115,8 @@ class Answer:
             "guideline_version": self.guideline_version,
             "guideline_applied": self.guideline_applied,
             "request_id": self.request_id,
+            "conversation_id": self.conversation_id,
+            "clarification": self.clarification.as_dict() if self.clarification else None,
         }
         if self.candidates is not None:
             out["candidates"] = self.candidates
@@ -163,3 +172,11 @@ def corrections_of(answer: Answer, q: Question) -> list[Correction]:
                               incorrect_sql=attempt.sql, corrected_sql=chosen.sql,
                               findings=[f.as_dict() for f in attempt.findings], request_id=q.request_id))
     return out
+
+
+def clarifying_answer(q: Question, attempt: Attempt, clarification: Clarification,
+                      guideline_version: str | None) -> Answer:
+    """The answer when the model asked the user a question instead of writing SQL: nothing ran."""
+    return Answer(status="needs_clarification", database=q.database, question=q.question, chosen=None,
+                  attempts=[attempt], stop_reason="clarification", guideline_version=guideline_version,
+                  guideline_applied=False, request_id=q.request_id, clarification=clarification)

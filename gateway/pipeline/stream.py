@@ -10,16 +10,18 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from gateway.pipeline.loop import ask
+from gateway.pipeline.conversation import Thread, ask
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Answer, Attempt
 from gateway.state import GatewayState
 
 
-async def ask_events(state: GatewayState, q: Question, answers: list[Answer]) -> AsyncIterator[tuple[str, Any]]:
+async def ask_events(state: GatewayState, q: Question, answers: list[Answer],
+                     thread: Thread | None = None) -> AsyncIterator[tuple[str, Any]]:
     """``("attempt", attempt)`` as each attempt is validated (and ``("candidates", summary)`` once candidates are
-    chosen among), then ``("answer", answer)``; the answer is also appended to ``answers``. Errors raise after
-    the events already produced; closing the iterator (a client that went away) cancels the question."""
+    chosen among), then ``("answer", answer)`` (with its ``conversation_id``); the answer is also appended to
+    ``answers``. ``thread``: the conversation, when the caller opened it already. Errors raise after the
+    events already produced; closing the iterator (a client that went away) cancels the question."""
     queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
 
     async def on_attempt(attempt: Attempt) -> None:
@@ -28,7 +30,7 @@ async def ask_events(state: GatewayState, q: Question, answers: list[Answer]) ->
     async def on_candidates(summary: dict[str, Any]) -> None:
         queue.put_nowait(("candidates", summary))
 
-    task = asyncio.create_task(ask(state, q, on_attempt, on_candidates))
+    task = asyncio.create_task(ask(state, q, on_attempt, thread, on_candidates=on_candidates))
     task.add_done_callback(lambda _: queue.put_nowait(None))
     try:
         while (item := await queue.get()) is not None:

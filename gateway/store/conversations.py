@@ -1,0 +1,88 @@
+"""Conversations and their turns (``POST /v1/ask`` with ``conversation_id``).
+
+Every read names the owner: a conversation another client started, or one past its retention, is simply not
+found. Turns are numbered under a row lock on their conversation, so two follow-ups sent at once both land.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.store.pool import Db
+
+
+@dataclass(frozen=True, slots=True)
+class StoredConversation:
+    id: str
+    owner: str
+    database: str
+
+
+@dataclass(slots=True)
+class StoredTurn:
+    n: int
+    request_id: str | None
+    question: str
+    status: str
+    evidence: str = ""
+    sql: str | None = None
+    columns: list[dict[str, str]] = field(default_factory=list)  # [{"name", "type"}]
+    row_count: int | None = None
+    truncated: bool = False
+    clarification: dict[str, Any] | None = None  # {"question", "options"}
+
+
+async def get(db: Db, conversation_id: str, owner: str, retention_days: float) -> StoredConversation | None:
+    """The conversation when ``owner`` started it and its latest turn is within the retention."""
+    row = await db.fetchrow(
+        "SELECT id, owner, database FROM conversations WHERE id = $1 AND owner = $2 "
+        "AND last_turn_at > now() - make_interval(secs => $3)",
+        conversation_id, owner, retention_days * 86_400.0,
+    )
+    return StoredConversation(row["id"], row["owner"], row["database"]) if row else None
+
+
+async def turns(db: Db, conversation_id: str, *, latest: int = 50) -> list[StoredTurn]:
+    """The latest ``latest`` turns, oldest first."""
+    rows = await db.fetch(
+        "SELECT * FROM (SELECT * FROM conversation_turns WHERE conversation_id = $1 ORDER BY n DESC LIMIT $2) t "
+        "ORDER BY n", conversation_id, latest,
+    )
+    return [StoredTurn(n=r["n"], request_id=r["request_id"], question=r["question"], status=r["status"],
+                       evidence=r["evidence"], sql=r["sql"], columns=r["columns"], row_count=r["row_count"],
+                       truncated=r["truncated"], clarification=r["clarification"]) for r in rows]
+
+
+async def add_turn(db: Db, conversation: StoredConversation, turn: StoredTurn) -> int:
+    """Append ``turn`` (creating the conversation on its first turn); returns the turn's number.
+
+    ``db`` must be a connection inside a transaction: the conversation row stays locked until it commits.
+    """
+    await db.execute(
+        "INSERT INTO conversations (id, owner, database) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+        conversation.id, conversation.owner, conversation.database,
+    )
+    owner = await db.fetchval("SELECT owner FROM conversations WHERE id = $1 FOR UPDATE", conversation.id)
+    if owner != conversation.owner:  # an id is 128 random bits; this only guards against a bug of ours
+        raise ValueError("conversation id already belongs to another client")
+    n = int(await db.fetchval("SELECT coalesce(max(n), 0) + 1 FROM conversation_turns WHERE conversation_id = $1",
+                              conversation.id))
+    await db.execute(
+        """
+        INSERT INTO conversation_turns (conversation_id, n, request_id, question, evidence, status, sql, columns,
+                                        row_count, truncated, clarification)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+        """,
+        conversation.id, n, turn.request_id, turn.question, turn.evidence, turn.status, turn.sql, turn.columns,
+        turn.row_count, turn.truncated, turn.clarification,
+    )
+    await db.execute("UPDATE conversations SET last_turn_at = now() WHERE id = $1", conversation.id)
+    return n
+
+
+async def purge(db: Db, retention_days: float) -> int:
+    """Delete conversations (and their turns) whose latest turn is older than the retention; returns how many."""
+    done = await db.execute("DELETE FROM conversations WHERE last_turn_at < now() - make_interval(secs => $1)",
+                            retention_days * 86_400.0)
+    return int(done.split()[-1])
