@@ -203,6 +203,12 @@ class GuidelineGateFailed(GatewayError):
     code, status, title = "guideline_gate_failed", 409, "Candidate guideline failed the activation gate"
 
 
+class GuidelineNeverActive(GatewayError):
+    """A rollback may only return to a version that was active before (it passed the gate or was forced)."""
+
+    code, status, title = "guideline_never_active", 409, "The guideline version was never active"
+
+
 class RegenerationRunning(GatewayError):
     code, status, title, retry_after = "regeneration_running", 409, "A regeneration is already running", 30
 

@@ -43,7 +43,7 @@ from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.store import guidelines
-from gateway.store.guidelines import GuidelineVersion
+from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 
 __all__ = ["Gateway"]
 
@@ -178,21 +178,27 @@ class Gateway:
         """Store a verdict (and corrected SQL) on an answer; ``True`` when it was new. Committed first."""
         return await submit(self.state, item)
 
-    async def guidelines(self) -> list[GuidelineVersion]:
-        return await guidelines.list_all(store_of(self.state).pool)
+    async def guidelines(self, database: str | None = None, *, only_global: bool = False) -> list[GuidelineVersion]:
+        """Guideline versions: all, ``database``'s own, or only the global ones."""
+        return await guidelines.list_all(store_of(self.state).pool, database=database, only_global=only_global)
 
     async def guideline(self, version: int) -> GuidelineVersion:
         return await lifecycle.get(store_of(self.state), version)
 
-    async def regenerate(self, *, activate: bool | None = None) -> Any:
-        """Run MAGIC over the corrections not yet used; returns the run's report."""
-        return await lifecycle.run_regeneration(self.state, store_of(self.state), activate=activate)
+    async def regenerate(self, *, activate: bool | None = None, database: str | None = None) -> Any:
+        """Run MAGIC over the corrections not yet used (only ``database``'s, making a candidate for it; all,
+        making a global candidate, without); returns the run's report."""
+        return await lifecycle.run_regeneration(self.state, store_of(self.state), activate=activate,
+                                                database=database)
 
-    async def activate(self, version: int, *, force: bool = False) -> GuidelineVersion:
-        return await lifecycle.activate(self.state, store_of(self.state), version, force=force)
+    async def activate(self, version: int, *, force: bool = False, actor: str = "python") -> GuidelineVersion:
+        """Activate a version in its scope; a candidate goes through the activation gate unless ``force``."""
+        return await lifecycle.activate(self.state, store_of(self.state), version, force=force, actor=actor)
 
-    async def rollback(self, version: int | None = None) -> GuidelineVersion:
-        return await lifecycle.rollback(self.state, store_of(self.state), version)
+    async def rollback(self, version: int | None = None, *, database: str | None = None,
+                       actor: str = "python") -> GuidelineVersion:
+        """Re-activate ``version`` or the scope's previously active version (``database``; None: global)."""
+        return await lifecycle.rollback(self.state, store_of(self.state), version, database=database, actor=actor)
 
     # --- health -----------------------------------------------------------------------------------------
 
@@ -215,3 +221,19 @@ class Gateway:
         ready = all(v == "ok" for v in results.values()) and not failing
         return ready, {"status": "ok" if ready else "unavailable", "databases": results, "privileges": privileges}
 
+    # --- guideline scopes: the shipped default, what is in force, the audit trail ------------------------
+
+    async def reset_guideline(self, database: str | None = None, *, actor: str = "python") -> lifecycle.InForce:
+        """Go back to the shipped default for ``database`` (None: global): its active version is retired, so
+        it uses the global version or the shipped file. Recorded as a ``reset`` event."""
+        return await lifecycle.reset(self.state, store_of(self.state), database, actor=actor)
+
+    async def guideline_in_force(self, database: str | None = None) -> lifecycle.InForce:
+        """Which guideline ``database`` uses now: its own version, the global one or the shipped file."""
+        return await lifecycle.in_force(self.state, store_of(self.state), database)
+
+    async def guideline_events(self, database: str | None = None, *, only_global: bool = False,
+                               limit: int = 100) -> list[GuidelineEvent]:
+        """Activations, rollbacks and resets, newest first."""
+        return await guidelines.events(store_of(self.state).pool, database=database, only_global=only_global,
+                                       limit=limit)
