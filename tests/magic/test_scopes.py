@@ -229,3 +229,45 @@ async def test_the_gateway_object_offers_the_scoped_operations(
         assert [(e.action, e.actor) for e in events] == [("rollback", "python"), ("reset", "tester"),
                                                         ("activate", "test")]
         assert (await lifecycle.in_force(gw.state, store, "shop")).label == "default"
+
+
+async def test_the_cli_manages_a_database_scope(demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[store]\ndsn = "{fresh_db}"\n\n[auth]\nenabled = false\n\n'
+                      f'[databases.demo]\ndsn = "{demo_dsn}"\n')
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "NL2SQL_CONFIG": str(config)}
+        return subprocess.run([sys.executable, "-m", "gateway", "guideline", *args], capture_output=True,
+                              text=True, env=env, cwd=tmp_path, timeout=120)
+
+    store = await Store.open(StoreSettings(dsn=fresh_db))
+    try:
+        g = await add_version(store, "1. GLOBAL-ONE", None)
+        d = await add_version(store, "1. DEMO-OWN", "demo")
+        listed = cli("list", "--database", "demo")
+        shown = cli("show", "--database", "demo")
+        reset = cli("reset", "--database", "demo")
+        after_reset = await guidelines.in_force(store.pool, "demo")
+        rolled = cli("rollback", "--database", "demo")
+        after_rollback = await guidelines.in_force(store.pool, "demo")
+        events = cli("events", "--database", "demo")
+        unknown = cli("reset", "--database", "nope")
+    finally:
+        await store.close()
+    assert listed.returncode == 0, listed.stderr
+    assert f"v{d}" in listed.stdout and f"v{g} " not in listed.stdout
+    assert f"in force for demo: v{d} (database)" in listed.stdout
+    assert shown.returncode == 0 and "DEMO-OWN" in shown.stdout and "- scope: database demo" in shown.stdout
+    assert reset.returncode == 0 and f"demo: retired v{d}; in force now: v{g} (global)" in reset.stdout
+    assert after_reset is not None and after_reset.version == g
+    assert rolled.returncode == 0 and f"v{d} is active for demo" in rolled.stdout
+    assert after_rollback is not None and after_rollback.version == d
+    assert [line.split('"action": "')[1].split('"')[0] for line in events.stdout.splitlines()] == [
+        "rollback", "reset", "activate"]
+    assert '"actor": "cli"' in events.stdout
+    assert unknown.returncode == 1 and "unknown_database" in unknown.stderr
