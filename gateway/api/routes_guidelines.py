@@ -23,7 +23,7 @@ from gateway.api.models import (
     RollbackRequest,
 )
 from gateway.api.problems import openapi_responses
-from gateway.auth import Principal
+from gateway.auth import ALL_DATABASES, Principal, Role
 from gateway.auth.access import authorize
 from gateway.feedback import client_id, store_of
 from gateway.magic import lifecycle
@@ -32,7 +32,7 @@ from gateway.store import guidelines
 from gateway.store.pool import store_faults
 
 # Every route needs a DBA key (see gateway.auth.access.ROUTE_ROLES); a database's versions also need a key
-# that may use that database.
+# that may use that database, and changing the global scope a key for every database (or an admin key).
 router = APIRouter(prefix="/v1/guidelines", tags=["guidelines"], dependencies=[Depends(authorize)])
 
 # Versions are Postgres integers: anything outside their range is a 422, never a database error.
@@ -48,8 +48,21 @@ SCOPE = "Scopes: a version belongs to one database or to none (global). A databa
 
 
 def _check(principal: Principal, database: str | None) -> None:
+    """Reading: a database's versions need a key for that database (global ones any dba key)."""
     if database is not None:
         principal.check_database(database)
+
+
+def _may_change(principal: Principal, database: str | None) -> None:
+    """Changing a scope: a database's needs a key for it; the global one, which every database without its
+    own version uses, needs a key for every database (``*``) or an admin key, so that a DBA of one database
+    cannot change the prompts of the others."""
+    if database is not None:
+        principal.check_database(database)
+    elif principal.role is not Role.ADMIN and ALL_DATABASES not in principal.databases:
+        raise errors.Forbidden(f"API key {principal.name!r} may only change the guidelines of its databases "
+                               f"({', '.join(sorted(principal.databases))}); the global guideline needs a key for "
+                               "every database or an admin key", key=principal.key_id)
 
 
 def _actor(principal: Principal) -> str:
@@ -114,7 +127,7 @@ async def get_guideline(version: Version, state: GatewayState = Depends(get_stat
 async def regenerate(body: RegenerateRequest | None = None, state: GatewayState = Depends(get_state),
                      principal: Principal = Depends(authorize)) -> RegenerateResponse:
     database = body.database if body else None
-    _check(principal, database)
+    _may_change(principal, database)
     with store_faults("the regeneration did not finish; run it again"):
         report = await lifecycle.run_regeneration(state, store_of(state), activate=body.activate if body else None,
                                                   database=database)
@@ -132,7 +145,7 @@ async def regenerate(body: RegenerateRequest | None = None, state: GatewayState 
 async def rollback(body: RollbackRequest | None = None, state: GatewayState = Depends(get_state),
                    principal: Principal = Depends(authorize)) -> GuidelineDetail:
     body = body or RollbackRequest()
-    _check(principal, body.database)
+    _may_change(principal, body.database)
     with store_faults("the version was not activated"):
         activated = await lifecycle.rollback(state, store_of(state), body.version, database=body.database,
                                              actor=_actor(principal))
@@ -149,7 +162,7 @@ async def rollback(body: RollbackRequest | None = None, state: GatewayState = De
 async def reset(body: ResetRequest | None = None, state: GatewayState = Depends(get_state),
                 principal: Principal = Depends(authorize)) -> GuidelineInForce:
     database = body.database if body else None
-    _check(principal, database)
+    _may_change(principal, database)
     with store_faults("the guideline was not reset"):
         found = await lifecycle.reset(state, store_of(state), database, actor=_actor(principal))
     return GuidelineInForce(**found.as_dict())
@@ -170,7 +183,7 @@ async def activate(version: Version, body: ActivateRequest | None = None,
                    principal: Principal = Depends(authorize)) -> GuidelineDetail:
     store = store_of(state)
     with store_faults("the version was not activated"):
-        _check(principal, (await lifecycle.get(store, version)).database)
+        _may_change(principal, (await lifecycle.get(store, version)).database)
         activated = await lifecycle.activate(state, store, version, force=body.force if body else False,
                                              actor=_actor(principal))
     return GuidelineDetail(**activated.as_dict())
