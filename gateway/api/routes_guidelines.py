@@ -65,6 +65,10 @@ def _may_change(principal: Principal, database: str | None) -> None:
                                "every database or an admin key", key=principal.key_id)
 
 
+def _only_global(scope: str, database: str | None) -> bool:
+    return scope == "global" and database is None
+
+
 def _actor(principal: Principal) -> str:
     return client_id(None, principal.key_id) if principal.key_id else principal.name
 
@@ -77,7 +81,7 @@ async def list_guidelines(database: DatabaseQuery = None, scope: ScopeQuery = "a
     _check(principal, database)
     store = store_of(state)
     with store_faults("the versions could not be read"):
-        versions = await guidelines.list_all(store.pool, database=database, only_global=scope == "global")
+        versions = await guidelines.list_all(store.pool, database=database, only_global=_only_global(scope, database))
         by_database = {db: v for db, v in (await guidelines.active_by_database(store.pool)).items()
                        if principal.may_use(db)}
         in_force = await lifecycle.in_force(state, store, database) if database is not None else None
@@ -97,8 +101,8 @@ async def list_events(database: DatabaseQuery = None, scope: ScopeQuery = "all",
                       principal: Principal = Depends(authorize)) -> GuidelineEvents:
     _check(principal, database)
     with store_faults("the events could not be read"):
-        found = await guidelines.events(store_of(state).pool, database=database, only_global=scope == "global",
-                                        limit=limit)
+        found = await guidelines.events(store_of(state).pool, database=database,
+                                        only_global=_only_global(scope, database), limit=limit)
     return GuidelineEvents(events=[GuidelineEventOut(**e.as_dict()) for e in found
                                    if e.database is None or principal.may_use(e.database)])
 
