@@ -211,9 +211,16 @@ class UnknownGuidelineVersion(NotFound):
 
 
 class GuidelineGateFailed(GatewayError):
-    """The candidate did worse than the active guideline on held-out corrections; ``extra['evaluation']``."""
+    """The candidate did worse than the guideline it would replace on held-out questions (``question_replay``)
+    or corrections (``reflection_replay``); ``extra['evaluation']`` holds the replay, ``method`` says which."""
 
     code, status, title = "guideline_gate_failed", 409, "Candidate guideline failed the activation gate"
+
+
+class GuidelineNeverActive(GatewayError):
+    """A rollback may only return to a version that was active before (it passed the gate or was forced)."""
+
+    code, status, title = "guideline_never_active", 409, "The guideline version was never active"
 
 
 class RegenerationRunning(GatewayError):

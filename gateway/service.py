@@ -46,7 +46,7 @@ from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.store import guidelines
-from gateway.store.guidelines import GuidelineVersion
+from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 
 __all__ = ["Gateway"]
 
@@ -220,30 +220,36 @@ class Gateway:
         """
         return await submit(store_of(self.state.store), self.state, item)
 
-    async def guidelines(self) -> list[GuidelineVersion]:
-        """Every guideline version in the store (active, candidates, retired), with provenance."""
-        return await guidelines.list_all(store_of(self.state.store).pool)
+    async def guidelines(self, database: str | None = None, *, only_global: bool = False) -> list[GuidelineVersion]:
+        """Guideline versions (active, candidates, retired) with provenance: all, ``database``'s own, or only
+        the global ones."""
+        return await guidelines.list_all(store_of(self.state.store).pool, database=database, only_global=only_global)
 
     async def guideline(self, version: int) -> GuidelineVersion:
         """One guideline version; ``unknown_guideline_version`` when there is none with that number."""
         return await lifecycle.get(store_of(self.state.store), version)
 
-    async def regenerate(self, *, activate: bool | None = None) -> RunReport:
-        """Run MAGIC over the corrections not yet used; returns the run's report.
+    async def regenerate(self, *, activate: bool | None = None, database: str | None = None) -> RunReport:
+        """Run MAGIC over the corrections not yet used (only ``database``'s, making a candidate for it; all,
+        making a global candidate, without); returns the run's report.
 
         ``activate``: activate a new version that passes the gate (``None``: as ``magic.auto_activate``
         says). Raises ``regeneration_running`` when another replica holds the lock, ``llm_not_configured``.
         """
-        return await lifecycle.run_regeneration(self.state, store_of(self.state.store), activate=activate)
+        return await lifecycle.run_regeneration(self.state, store_of(self.state.store), activate=activate,
+                                                database=database)
 
-    async def activate(self, version: int, *, force: bool = False) -> GuidelineVersion:
-        """Make ``version`` the active guideline. A candidate must first pass the activation gate (not worse on
-        held-out verified examples) unless ``force``; ``guideline_gate_failed`` says why it did not."""
-        return await lifecycle.activate(self.state, store_of(self.state.store), version, force=force)
+    async def activate(self, version: int, *, force: bool = False, actor: str = "python") -> GuidelineVersion:
+        """Make ``version`` the active guideline of its scope (its database, or global). A candidate must first
+        pass the activation gate (not worse on held-out verified examples) unless ``force``;
+        ``guideline_gate_failed`` says why it did not."""
+        return await lifecycle.activate(self.state, store_of(self.state.store), version, force=force, actor=actor)
 
-    async def rollback(self, version: int | None = None) -> GuidelineVersion:
-        """Activate ``version``, or the version active before the current one, without the gate."""
-        return await lifecycle.rollback(self.state, store_of(self.state.store), version)
+    async def rollback(self, version: int | None = None, *, database: str | None = None,
+                       actor: str = "python") -> GuidelineVersion:
+        """Activate ``version``, or the scope's previously active version (``database``; None: global), without
+        the gate."""
+        return await lifecycle.rollback(self.state, store_of(self.state.store), version, database=database, actor=actor)
 
     # --- health -----------------------------------------------------------------------------------------
 
@@ -322,3 +328,20 @@ class Gateway:
         ``store_not_configured`` raise before a stream starts. None: the question has no conversation (no
         store, or a question built without a client)."""
         return await open_thread(self.state, q)
+
+    # --- guideline scopes: the shipped default, what is in force, the audit trail ------------------------
+
+    async def reset_guideline(self, database: str | None = None, *, actor: str = "python") -> lifecycle.InForce:
+        """Go back to the shipped default for ``database`` (None: global): its active version is retired, so
+        it uses the global version or the shipped file. Recorded as a ``reset`` event."""
+        return await lifecycle.reset(self.state, store_of(self.state.store), database, actor=actor)
+
+    async def guideline_in_force(self, database: str | None = None) -> lifecycle.InForce:
+        """Which guideline ``database`` uses now: its own version, the global one or the shipped file."""
+        return await lifecycle.in_force(self.state, store_of(self.state.store), database)
+
+    async def guideline_events(self, database: str | None = None, *, only_global: bool = False,
+                               limit: int = 100) -> list[GuidelineEvent]:
+        """Activations, rollbacks and resets, newest first."""
+        return await guidelines.events(store_of(self.state.store).pool, database=database, only_global=only_global,
+                                       limit=limit)

@@ -247,8 +247,12 @@ class MagicSettings(BaseModel):
                                   "held-out accuracy is at least the active version's minus this.")
     gate_min_examples: int = Field(default=1, ge=0, description="Fewest held-out corrections the gate needs; "
                                    "with fewer, candidates wait for a DBA (activate with force).")
-    gate_max_examples: int = Field(default=50, ge=1, description="Most held-out corrections replayed per "
-                                   "evaluation (the most recent ones).")
+    gate_max_examples: int = Field(default=50, ge=1, description="Most held-out corrections (or verified "
+                                   "examples) replayed per evaluation (the most recent ones).")
+    gate_question_min_examples: int = Field(default=20, ge=1, description="With at least this many held-out "
+                                            "approved verified examples in the candidate's scope, the gate "
+                                            "replays whole questions (generation and reflection) with each "
+                                            "guideline; with fewer, one reflection per held-out correction.")
 
 
 class RateLimit(BaseModel):

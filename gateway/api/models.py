@@ -217,25 +217,53 @@ class FeedbackResponse(BaseModel):
     created: bool = Field(description="False when this exact feedback had been recorded before (idempotent).")
 
 
+def _scope_field() -> Any:
+    return Field(default=None, max_length=128, description="A configured database: that database's own "
+                 "versions. Null or absent: the global scope (versions every database without its own uses).")
+
+
 class GuidelineSummary(BaseModel):
     version: int
     parent: int | None
-    status: str = Field(description="`candidate`, `active` or `retired`.")
+    status: str = Field(description="`candidate`, `active` or `retired` (active within its scope).")
+    database: str | None = Field(default=None, description="The database this version is for; null: global "
+                                 "(used by every database without an active version of its own).")
     created_at: str
     activated_at: str | None
     corrections: int = Field(description="How many corrections' feedback went into this version.")
     evaluation_passed: bool | None = Field(description="The activation gate's verdict, when evaluated.")
 
 
+class GuidelineInForce(BaseModel):
+    database: str | None = Field(description="The database asked about; null: a database without its own "
+                                 "version.")
+    source: str = Field(description="`database` (its own version), `global` (the global version) or `default` "
+                        "(the shipped guideline file).")
+    version: int | None = Field(description="The stored version in force; null: the shipped file.")
+    label: str = Field(description="As answers report it in `guideline_version` (`v3`, `default`, "
+                       "`file:NAME.md`).")
+    retired: int | None = Field(default=None, description="After a reset: the version it retired, if any.")
+
+
 class GuidelineList(BaseModel):
-    active: int | None = Field(description="The active version; null: the file guideline is in force.")
+    active: int | None = Field(description="The active global version (with `database`: the version that "
+                               "database uses, its own or the global one); null: the shipped file is in force.")
     versions: list[GuidelineSummary]
+    active_by_database: dict[str, int] = Field(default_factory=dict, description="Databases that have an "
+                                               "active version of their own, with that version.")
+    in_force: GuidelineInForce | None = Field(default=None, description="With `database`: what that "
+                                              "database's questions use now.")
 
 
 class GuidelineDetail(GuidelineSummary):
     text: str = Field(description="The guideline: numbered reminders with ask-to-myself questions.")
-    provenance: dict[str, Any] = Field(description="corrections, feedbacks, run_id, trigger, batches, model.")
-    evaluation: dict[str, Any] | None = Field(description="The gate's replay on held-out corrections.")
+    provenance: dict[str, Any] = Field(description="corrections, feedbacks, run_id, trigger, batches, model, "
+                                       "database.")
+    evaluation: dict[str, Any] | None = Field(description="The activation gate's replay: `method` "
+                                              "(`question_replay`: whole questions on held-out verified "
+                                              "examples; `reflection_replay`: one reflection per held-out "
+                                              "correction), `note` (why that method), counts, accuracies, "
+                                              "`passed`, `reason` and per-item outcomes.")
 
 
 class RegenerateRequest(RequestBody):
@@ -243,12 +271,16 @@ class RegenerateRequest(RequestBody):
     activate: bool | None = Field(default=None, description="Run the gate and activate a passing candidate; "
                                   "magic.auto_activate when null. A candidate built from unreviewed "
                                   "corrections is never activated by a run (outcome `pending_review`).")
+    database: str | None = Field(default=None, max_length=128, description="Use only this database's "
+                                 "corrections and write a candidate for it; null: every database's corrections, "
+                                 "a global candidate.")
 
 
 class RegenerateResponse(BaseModel):
     outcome: str = Field(description="activated, candidate, pending_review (built from unreviewed "
                          "corrections: waits for a DBA to activate it), rejected or no_change.")
     run_id: int | None
+    database: str | None = Field(default=None, description="The run's scope; null: global.")
     version: int | None
     counts: dict[str, int]
     llm_calls_by_purpose: dict[str, int]
@@ -260,6 +292,34 @@ class RegenerateResponse(BaseModel):
 class ActivateRequest(RequestBody):
 
     force: bool = Field(default=False, description="Skip the activation gate (a DBA's decision).")
+
+
+class RollbackRequest(RequestBody):
+
+    database: str | None = _scope_field()
+    version: int | None = Field(default=None, ge=1, le=2**31 - 1, description="The version to go back to (it "
+                                "must have been active before, in this scope); null: the one active before the "
+                                "current one.")
+
+
+class ResetRequest(RequestBody):
+
+    database: str | None = _scope_field()
+
+
+class GuidelineEventOut(BaseModel):
+    id: int
+    database: str | None = Field(description="The scope; null: global.")
+    action: str = Field(description="`activate`, `rollback` or `reset` (back to the shipped default).")
+    version: int | None = Field(description="Active after the event; null: none in this scope.")
+    previous: int | None = Field(description="Active before the event.")
+    actor: str = Field(description="Who: `key:ID`, `cli`, `regeneration run N` ...")
+    detail: dict[str, Any]
+    created_at: str
+
+
+class GuidelineEvents(BaseModel):
+    events: list[GuidelineEventOut]
 
 
 class ExampleOut(BaseModel):

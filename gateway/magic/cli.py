@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-app = typer.Typer(name="guideline", help="List, show, diff, regenerate, activate, roll back and export the "
-                  "self-correction guideline versions kept in the store.", no_args_is_help=True)
+app = typer.Typer(name="guideline", help="List, show, diff, regenerate, activate, roll back, reset to the "
+                  "shipped default and export the self-correction guideline versions kept in the store, per "
+                  "database (--database) or global.", no_args_is_help=True)
 
 # Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
 load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
@@ -71,23 +72,55 @@ def _run(work: Awaitable[T]) -> T:
         raise typer.Exit(1) from exc
 
 
+DatabaseOption = Annotated[str | None, typer.Option("--database", "-d", help="The database's own versions (a "
+                          "configured database); without it, the global scope.")]
+
+
+def _scope(settings: Settings, database: str | None) -> str | None:
+    """``unknown_database`` for a name the config does not know (the store-only commands open no targets)."""
+    if database is not None and database not in settings.databases:
+        known = ", ".join(sorted(settings.databases)) or "none configured"
+        raise errors.UnknownDatabase(f"no database named {database!r} (known: {known})", database=database)
+    return database
+
+
+def _scope_label(database: str | None) -> str:
+    return database if database is not None else "global"
+
+
 @app.command("list")
-def list_versions(config: ConfigOption = None) -> None:
-    """List the versions: number, status, parent, creation time, corrections used, gate verdict."""
+def list_versions(
+    database: Annotated[str | None, typer.Option("--database", "-d", help="Only this database's own versions.")]
+    = None,
+    only_global: Annotated[bool, typer.Option("--global", help="Only the global versions.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """List the versions: number, status, scope, parent, creation time, corrections used, gate verdict.
+
+    The first line says what is in force where no stored version is (v0, the shipped file); with --database,
+    what that database uses now."""
+    from gateway.context.sources import FileGuidelineSource
+    from gateway.magic import lifecycle
     from gateway.store import guidelines
 
     settings = load(config)
 
     async def work() -> None:
+        scope = _scope(settings, database)
         async with _store(settings) as store:
-            versions = await guidelines.list_all(store.pool)
-            in_force = "active" if not any(v.status == "active" for v in versions) else "retired"
-            typer.echo(f"v0     {in_force:<9} the shipped guideline file {_shipped_file(settings)}")
+            versions = await guidelines.list_all(store.pool, database=scope, only_global=only_global)
+            in_force = await lifecycle.in_force_from(store, scope, FileGuidelineSource(settings.guidelines_dir))
+            status = "active" if in_force.source == "default" else "retired"
+            typer.echo(f"v0     {status:<9} {_scope_label(scope):<12} the shipped guideline file "
+                       f"{_shipped_file(settings, scope)}")
             for v in versions:
                 s = v.summary()
                 gate = {True: "passed", False: "failed", None: "-"}[s["evaluation_passed"]]
-                typer.echo(f"v{v.version:<5} {v.status:<9} parent={('v' + str(v.parent)) if v.parent else '-':<6} "
+                typer.echo(f"v{v.version:<5} {v.status:<9} {_scope_label(v.database):<12} "
+                           f"parent={('v' + str(v.parent)) if v.parent else '-':<6} "
                            f"{s['created_at'][:19]}  corrections={s['corrections']:<4} gate={gate}")
+            if scope is not None:
+                typer.echo(f"in force for {scope}: {in_force.label} ({in_force.source})")
     _run(work())
 
 
@@ -95,33 +128,35 @@ def _version(text: str) -> int | None:
     return None if text == "active" else int(text.lstrip("v"))
 
 
-def _shipped_file(settings: Settings) -> Path:
+def _shipped_file(settings: Settings, database: str | None = None) -> Path:
     from gateway.context.sources import DEFAULT_GUIDELINE_FILE
 
-    return settings.guidelines_dir / DEFAULT_GUIDELINE_FILE
+    own = settings.guidelines_dir / f"{database}.md" if database else None
+    return own if own is not None and own.is_file() else settings.guidelines_dir / DEFAULT_GUIDELINE_FILE
 
 
-async def _resolve(store: Store, which: str, settings: Settings) -> GuidelineVersion:
+async def _resolve(store: Store, which: str, settings: Settings, database: str | None = None) -> GuidelineVersion:
+    """A version by number, ``active`` (what the scope uses now) or 0 (the scope's shipped file)."""
     from gateway.magic import lifecycle
     from gateway.store import guidelines
 
     number = _version(which)
+    in_force = (await guidelines.in_force(store.pool, database) if database is not None
+                else await guidelines.active(store.pool))
     if number is None:
-        active = await guidelines.active(store.pool)
-        return active if active is not None else _shipped(settings, "active")
+        return in_force if in_force is not None else _shipped(settings, "active", database)
     if number == guidelines.SHIPPED:
-        active = await guidelines.active(store.pool)
-        return _shipped(settings, "active" if active is None else "retired")
+        return _shipped(settings, "active" if in_force is None else "retired", database)
     return await lifecycle.get(store, number)
 
 
-def _shipped(settings: Settings, status: str) -> GuidelineVersion:
+def _shipped(settings: Settings, status: str, database: str | None = None) -> GuidelineVersion:
     """Version 0: the shipped guideline file, in force while no stored version is active."""
     from datetime import UTC, datetime
 
     from gateway.store.guidelines import GuidelineVersion
 
-    path = _shipped_file(settings)
+    path = _shipped_file(settings, database)
     try:
         text = path.read_text(encoding="utf-8")
         created = datetime.fromtimestamp(path.stat().st_mtime, UTC)
@@ -129,12 +164,16 @@ def _shipped(settings: Settings, status: str) -> GuidelineVersion:
         raise errors.UnknownGuidelineVersion(f"the shipped guideline file {path} cannot be read: "
                                              f"{exc.strerror or exc}") from exc
     return GuidelineVersion(version=0, parent=None, text=text, status=status,
-                            provenance={"file": str(path), "corrections": []}, evaluation=None, created_at=created)
+                            provenance={"file": str(path), "corrections": []}, evaluation=None, created_at=created,
+                            database=database)
 
 
 @app.command()
 def show(
     version: Annotated[str, typer.Argument(help="A version number (3 or v3) or `active`.")] = "active",
+    database: Annotated[str | None, typer.Option("--database", "-d", help="With `active` or 0: the guideline "
+                        "this database uses (its own version, else the global one, else the shipped file).")]
+    = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print text, provenance and evaluation as JSON.")] = False,
     config: ConfigOption = None,
 ) -> None:
@@ -145,7 +184,7 @@ def show(
 
     async def work() -> None:
         async with _store(settings) as store:
-            v = await _resolve(store, version, settings)
+            v = await _resolve(store, version, settings, _scope(settings, database))
             if as_json:
                 typer.echo(json.dumps(v.as_dict(), indent=2, default=str))
             elif v.version == 0:
@@ -160,6 +199,8 @@ def show(
 def diff(
     old: Annotated[str, typer.Argument(help="The older version (number or `active`).")],
     new: Annotated[str, typer.Argument(help="The newer version (number or `active`).")] = "active",
+    database: Annotated[str | None, typer.Option("--database", "-d", help="`active` and 0 mean what this "
+                        "database uses.")] = None,
     config: ConfigOption = None,
 ) -> None:
     """Unified diff between two versions' texts."""
@@ -168,9 +209,10 @@ def diff(
     settings = load(config)
 
     async def work() -> None:
+        scope = _scope(settings, database)
         async with _store(settings) as store:
-            typer.echo(lifecycle.diff(await _resolve(store, old, settings), await _resolve(store, new, settings)),
-                       nl=False)
+            typer.echo(lifecycle.diff(await _resolve(store, old, settings, scope),
+                                      await _resolve(store, new, settings, scope)), nl=False)
     _run(work())
 
 
@@ -179,6 +221,9 @@ def regenerate(
     activate: Annotated[bool | None, typer.Option("--activate/--no-activate", help="Gate and activate a "
                         "passing candidate (default: magic.auto_activate); one built from unreviewed "
                         "corrections waits for `guideline activate`.")] = None,
+    database: Annotated[str | None, typer.Option("--database", "-d", help="Use only this database's "
+                        "corrections and write a candidate for it (default: every database's, a global "
+                        "candidate).")] = None,
     config: ConfigOption = None,
 ) -> None:
     """Run MAGIC on the pending corrections now and print the run report as JSON."""
@@ -186,14 +231,16 @@ def regenerate(
 
     async def work() -> None:
         async with _gateway(load(config)) as (state, store):
-            report = await lifecycle.run_regeneration(state, store, activate=activate, trigger="cli")
+            report = await lifecycle.run_regeneration(state, store, activate=activate, trigger="cli",
+                                                      database=database)
             typer.echo(json.dumps(report.as_dict(), indent=2, default=str))
     _run(work())
 
 
 @app.command()
 def activate(
-    version: Annotated[str, typer.Argument(help="The version to activate.")],
+    version: Annotated[str, typer.Argument(help="The version to activate (in its own scope: its database, or "
+                       "global).")],
     force: Annotated[bool, typer.Option("--force", help="Skip the activation gate.")] = False,
     config: ConfigOption = None,
 ) -> None:
@@ -202,34 +249,88 @@ def activate(
 
     async def work() -> None:
         async with _gateway(load(config)) as (state, store):
-            v = await lifecycle.activate(state, store, int(version.lstrip("v")), force=force)
-            typer.echo(f"v{v.version} is active")
+            v = await lifecycle.activate(state, store, int(version.lstrip("v")), force=force, actor="cli")
+            typer.echo(f"v{v.version} is active for {_scope_label(v.database)}")
     _run(work())
 
 
 @app.command()
 def rollback(
-    version: Annotated[str | None, typer.Argument(help="The version to go back to; 0 is the shipped guideline "
-                       "file (default: the one active before the current one, else 0).")] = None,
+    version: Annotated[str | None, typer.Argument(help="The version to go back to (it must have been active "
+                       "in this scope); 0 is the shipped guideline, like `guideline reset` (default: the one "
+                       "active before the current one, else 0).")] = None,
+    database: DatabaseOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """Re-activate an earlier version (no gate: it was accepted before), or the shipped guideline (0)."""
+    """Re-activate an earlier version of a scope (no gate: it was accepted before), or the shipped guideline (0)."""
     from gateway.magic import lifecycle
     from gateway.store import guidelines
 
+    settings = load(config)
+
     async def work() -> None:
-        async with _store(load(config)) as store:
+        scope = _scope(settings, database)
+        async with _store(settings) as store:
             number = int(version.lstrip("v")) if version else None
             if number is None:
-                previous = await guidelines.previous_active(store.pool)
+                previous = await guidelines.previous_active(store.pool, scope)
                 number = previous.version if previous is not None else guidelines.SHIPPED
             if number == guidelines.SHIPPED:
-                await guidelines.activate_shipped(store.pool)
-                typer.echo("v0 (the shipped guideline file) is active")
+                await guidelines.reset(store.pool, scope, actor="cli")
+                typer.echo(_reset_message(scope))
                 return
-            await lifecycle.get(store, number)
-            await guidelines.activate(store.pool, number)
-            typer.echo(f"v{number} is active")
+            v = await lifecycle.rollback_in_store(store, number, database=scope, actor="cli")
+            typer.echo(f"v{v.version} is active for {_scope_label(v.database)}")
+    _run(work())
+
+
+def _reset_message(database: str | None) -> str:
+    if database is None:
+        return "v0 (the shipped guideline file) is active"
+    return (f"{database} has no active version of its own: it uses the global version, or v0 (the shipped "
+            "guideline file) when none is active")
+
+
+@app.command()
+def reset(
+    database: DatabaseOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Go back to the shipped default: retire the scope's active version (recorded as a `reset` event).
+
+    For a database, it then uses the global version, or the shipped file when none is active; globally, the
+    shipped file is in force for every database without a version of its own."""
+    from gateway.context.sources import FileGuidelineSource
+    from gateway.magic import lifecycle
+    from gateway.store import guidelines
+
+    settings = load(config)
+
+    async def work() -> None:
+        scope = _scope(settings, database)
+        async with _store(settings) as store:
+            retired = await guidelines.reset(store.pool, scope, actor="cli")
+            now = await lifecycle.in_force_from(store, scope, FileGuidelineSource(settings.guidelines_dir))
+            typer.echo(f"{_scope_label(scope)}: retired {('v' + str(retired.version)) if retired else 'nothing'}; "
+                       f"in force now: {now.label} ({now.source})")
+    _run(work())
+
+
+@app.command()
+def events(
+    database: Annotated[str | None, typer.Option("--database", "-d", help="Only this database's events.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many.", min=1)] = 50,
+    config: ConfigOption = None,
+) -> None:
+    """Print the changes of the active guideline (activate, rollback, reset), newest first, as JSON lines."""
+    from gateway.store import guidelines
+
+    settings = load(config)
+
+    async def work() -> None:
+        async with _store(settings) as store:
+            for event in await guidelines.events(store.pool, database=_scope(settings, database), limit=limit):
+                typer.echo(json.dumps(event.as_dict(), default=str))
     _run(work())
 
 

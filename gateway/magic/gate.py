@@ -1,52 +1,204 @@
 """The activation gate: a candidate guideline must not be worse than the one in force on held-out cases.
 
-Replay method (documented choice): a *reflection-only replay*. For each held-out correction (MAGIC never
-saw it; see ``magic.holdout_every``) the LLM gets the question, schema and the known-wrong SQL plus the
-guideline under test, and returns one revision, which is checked, run and compared with the corrected SQL by
-execution equivalence. This is the paper's first scenario (self-correction of SQL known to be wrong), costs
-one LLM call per case and guideline, and isolates the guideline's effect from generation noise; a replay
-through the whole ask pipeline would cost a generation and up to ``max_iterations`` reflections per case.
+Two replay methods, chosen by how much held-out material the candidate's scope has:
 
-The candidate passes when ``examples >= gate_min_examples`` and its accuracy is at least the baseline's
-minus ``gate_threshold``. The baseline is what the ask loop uses now: the active stored version, or the
-file guideline when none is active.
+- ``question_replay`` (whole questions): when the scope has at least ``magic.gate_question_min_examples``
+  approved verified examples that the candidate did not learn from (``examples.held_out``), each question
+  is asked through the real pipeline (generation, check, execution, validation and reflection, under the
+  database's own ask policy) twice, once with the candidate injected as the guideline and once with the
+  guideline in force, and each final answer is compared with the example's SQL by execution equivalence.
+  This measures what users get (it includes answers the guideline breaks), at the cost of a generation and
+  up to ``max_iterations`` reflections per question and guideline. The replays write no audit rows and no
+  corrections, and leave the answer-ratio gauges alone; the example being replayed is hidden from the
+  few-shot examples and exact answers, or it would answer itself.
+- ``reflection_replay`` (fewer examples): for each held-out correction (``magic.holdout_every``; MAGIC never
+  saw it) the LLM gets the question, schema and the known-wrong SQL plus the guideline under test and returns
+  one revision, which is checked, run and compared with the corrected SQL. This is the paper's first
+  scenario (self-correction of SQL known to be wrong) and costs one LLM call per case and guideline. The
+  evaluation's ``note`` says why this method was used.
+
+Either way the candidate passes when ``examples >= gate_min_examples`` and its accuracy is at least the
+baseline's minus ``gate_threshold``. The baseline is what the candidate would replace: for a database's
+candidate the guideline that database uses now (its version, the global one, or the file); for a global
+candidate the global version or, when none is active, the file.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from gateway.context.sources import GuidelineSource
+from gateway.context.model import Example, Guideline
+from gateway.context.sources import ExamplesSource, GuidelineSource
+from gateway.corrections import MemoryCorrections
 from gateway.magic.agents import Agents, extract_sql
 from gateway.magic.cases import CaseBuilder
 from gateway.magic.cycle import equivalent, execute_checked
+from gateway.pipeline import Question, ask
+from gateway.pipeline.tally import Tally
 from gateway.settings import MagicSettings
 from gateway.state import GatewayState
-from gateway.store import Store, corrections
+from gateway.store import Store, corrections, examples
+from gateway.store.examples import StoredExample, question_key
+from gateway.store.sources import StoreGuidelines
 
-METHOD = "reflection_replay"
+REFLECTION_REPLAY = "reflection_replay"
+QUESTION_REPLAY = "question_replay"
+METHOD = REFLECTION_REPLAY  # kept for callers of the single-method gate
+
+
+class FixedGuideline:
+    """A guideline source that answers one guideline whatever the database (the one under test)."""
+
+    def __init__(self, guideline: Guideline) -> None:
+        self.guideline = guideline
+
+    async def active(self, database: str) -> Guideline:
+        return self.guideline
+
+
+class GlobalBaseline:
+    """What a database without a version of its own uses: the global version, else the files."""
+
+    def __init__(self, source: StoreGuidelines) -> None:
+        self.source = source
+
+    async def active(self, database: str) -> Guideline:
+        return await self.source.global_active(database)
+
+
+class WithoutQuestion:
+    """The examples source minus the question being replayed (and no exact answers: the LLM must answer)."""
+
+    def __init__(self, inner: ExamplesSource, question: str) -> None:
+        self.inner = inner
+        self.key = question_key(question)
+
+    async def similar(self, database: str, question: str, k: int) -> list[Example]:
+        found = await self.inner.similar(database, question, k + 1)
+        return [e for e in found if question_key(e.question) != self.key][:k]
+
+    async def exact(self, database: str, question: str) -> Example | None:
+        return None
+
+
+def baseline_for(state: GatewayState, database: str | None) -> GuidelineSource:
+    """The guideline a candidate of scope ``database`` (None: global) would replace."""
+    if database is None and isinstance(state.guidelines, StoreGuidelines):
+        return GlobalBaseline(state.guidelines)
+    return state.guidelines
 
 
 async def evaluate(
-    state: GatewayState, store: Store, agents: Agents, baseline: GuidelineSource, candidate_text: str,
-    settings: MagicSettings,
+    state: GatewayState, store: Store, agents: Agents, candidate_text: str, settings: MagicSettings, *,
+    database: str | None = None, learnt_from: list[int] | None = None,
 ) -> dict[str, Any]:
-    """Replay the held-out corrections with the candidate and the baseline; the evaluation to store."""
-    held_out = await corrections.holdout(store.pool, limit=settings.gate_max_examples)
+    """Replay held-out material with the candidate (of scope ``database``, None: global) and the baseline;
+    the evaluation to store with the version. ``learnt_from``: the corrections the candidate was built from."""
+    baseline = baseline_for(state, database)
+    scope = [database] if database is not None else sorted(state.targets.by_name)
+    held_out = await examples.held_out(store.pool, scope, learnt_from=learnt_from or [],
+                                       limit=settings.gate_max_examples)
+    needed = settings.gate_question_min_examples
+    if held_out and len(held_out) >= needed:
+        items, versions = await _replay_questions(state, held_out, candidate_text, baseline, settings)
+        method, note = QUESTION_REPLAY, f"{len(held_out)} held-out verified example(s); whole questions replayed"
+    else:
+        items, versions = await _replay_reflections(state, store, agents, candidate_text, baseline, settings,
+                                                    database)
+        method = REFLECTION_REPLAY
+        note = (f"{len(held_out)} held-out verified example(s), whole-question replay needs "
+                f"{needed} (magic.gate_question_min_examples); replayed one reflection per held-out correction")
+    return _verdict(method, note, items, versions, settings, database)
+
+
+def _verdict(method: str, note: str, items: list[dict[str, Any]], versions: set[str], settings: MagicSettings,
+             database: str | None) -> dict[str, Any]:
+    n = len(items)
+    candidate_correct = sum(1 for i in items if i["candidate"])
+    baseline_correct = sum(1 for i in items if i["baseline"])
+    candidate_accuracy = candidate_correct / n if n else None
+    baseline_accuracy = baseline_correct / n if n else None
+    unit = "verified example(s)" if method == QUESTION_REPLAY else "held-out correction(s)"
+    if n < settings.gate_min_examples:
+        passed, reason = False, f"{n} {unit}; the gate needs {settings.gate_min_examples}"
+    elif n == 0:
+        passed, reason = True, f"no {unit} and magic.gate_min_examples = 0"
+    else:
+        assert candidate_accuracy is not None and baseline_accuracy is not None
+        passed = candidate_accuracy >= baseline_accuracy - settings.gate_threshold
+        reason = (f"candidate {candidate_correct}/{n} vs baseline {baseline_correct}/{n}, "
+                  f"threshold {settings.gate_threshold}")
+    return {
+        "method": method,
+        "note": note,
+        "database": database,
+        "examples": n,
+        "candidate_correct": candidate_correct,
+        "baseline_correct": baseline_correct,
+        "candidate_accuracy": candidate_accuracy,
+        "baseline_accuracy": baseline_accuracy,
+        "baseline_versions": sorted(versions),
+        "threshold": settings.gate_threshold,
+        "passed": passed,
+        "reason": reason,
+        "items": items,
+        "evaluated_at": datetime.now(UTC).isoformat(),
+    }
+
+
+async def _replay_questions(state: GatewayState, held_out: list[StoredExample], candidate_text: str,
+                            baseline: GuidelineSource, settings: MagicSettings,
+                            ) -> tuple[list[dict[str, Any]], set[str]]:
+    slots = asyncio.Semaphore(settings.concurrency)
+    versions: set[str] = set()
+    candidate = Guideline("candidate", candidate_text)
+    tally = Tally()  # the replays' answers must not move the serving ratios
+
+    async def one(example: StoredExample) -> dict[str, Any] | None:
+        async with slots:
+            gold = await execute_checked(state, example.database, example.sql)
+            if gold.result is None:
+                return None  # the example's SQL no longer runs (rules or schema changed): nothing to grade
+            base = await baseline.active(example.database)
+            versions.add(base.version)
+            item: dict[str, Any] = {"example_id": example.id, "database": example.database,
+                                    "question": example.question}
+            for name, guideline in (("candidate", candidate), ("baseline", base)):
+                view = replace(state, guidelines=FixedGuideline(guideline), tally=tally,
+                               examples=WithoutQuestion(state.examples, example.question),
+                               corrections=MemoryCorrections(size=1))
+                limits = view.target(example.database).settings.limits
+                answer = await ask(view, Question(example.database, example.question, max_rows=limits.max_rows))
+                result = answer.chosen.result if answer.chosen else None
+                item[name] = (answer.status in ("ok", "suspicious") and result is not None
+                              and equivalent(gold.result, example.sql, result))
+                item[f"{name}_status"] = answer.status
+                item[f"{name}_attempts"] = len(answer.attempts)
+            return item
+
+    found = await asyncio.gather(*(one(e) for e in held_out))
+    return [i for i in found if i is not None], versions
+
+
+async def _replay_reflections(state: GatewayState, store: Store, agents: Agents, candidate_text: str,
+                              baseline: GuidelineSource, settings: MagicSettings, database: str | None,
+                              ) -> tuple[list[dict[str, Any]], set[str]]:
+    held_out = await corrections.holdout(store.pool, limit=settings.gate_max_examples, database=database)
     builder = CaseBuilder(state)
     slots = asyncio.Semaphore(settings.concurrency)
-    baseline_versions: set[str] = set()
+    versions: set[str] = set()
 
-    async def replay_one(correction: corrections.StoredCorrection) -> dict[str, Any] | None:
+    async def one(correction: corrections.StoredCorrection) -> dict[str, Any] | None:
         async with slots:
             built = await builder.build(correction)
             if isinstance(built, str):
                 return None
             case, gold = built
             base = await baseline.active(case.database)
-            baseline_versions.add(base.version)
+            versions.add(base.version)
             outcome: dict[str, Any] = {"correction_id": case.correction_id}
             for name, text in (("candidate", candidate_text), ("baseline", base.text)):
                 sql = extract_sql(await agents.replay(text, case))
@@ -57,32 +209,5 @@ async def evaluate(
                 outcome[name] = ok
             return outcome
 
-    items = [i for i in await asyncio.gather(*(replay_one(c) for c in held_out)) if i is not None]
-    n = len(items)
-    candidate_correct = sum(1 for i in items if i["candidate"])
-    baseline_correct = sum(1 for i in items if i["baseline"])
-    candidate_accuracy = candidate_correct / n if n else None
-    baseline_accuracy = baseline_correct / n if n else None
-    if n < settings.gate_min_examples:
-        passed, reason = False, f"{n} held-out correction(s); the gate needs {settings.gate_min_examples}"
-    elif n == 0:
-        passed, reason = True, "no held-out corrections and magic.gate_min_examples = 0"
-    else:
-        assert candidate_accuracy is not None and baseline_accuracy is not None
-        passed = candidate_accuracy >= baseline_accuracy - settings.gate_threshold
-        reason = (f"candidate {candidate_correct}/{n} vs baseline {baseline_correct}/{n}, "
-                  f"threshold {settings.gate_threshold}")
-    return {
-        "method": METHOD,
-        "examples": n,
-        "candidate_correct": candidate_correct,
-        "baseline_correct": baseline_correct,
-        "candidate_accuracy": candidate_accuracy,
-        "baseline_accuracy": baseline_accuracy,
-        "baseline_versions": sorted(baseline_versions),
-        "threshold": settings.gate_threshold,
-        "passed": passed,
-        "reason": reason,
-        "items": items,
-        "evaluated_at": datetime.now(UTC).isoformat(),
-    }
+    found = await asyncio.gather(*(one(c) for c in held_out))
+    return [i for i in found if i is not None], versions

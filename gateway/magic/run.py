@@ -6,7 +6,9 @@
    so a run that dies keeps the work done so far and the next run continues.
 3. Kept feedbacks that were not used yet are cut into batches of ``magic.batch_size``; each full batch
    updates the guideline (the first one ever writes it from scratch, later ones start from the active
-   version). A partial batch waits for the next run.
+   version). A partial batch waits for the next run. A run for one database (``database=``) takes only
+   that database's corrections and feedbacks, starts from the guideline that database uses now and writes a
+   candidate of that database; a run without one writes a global candidate from every database's.
 4. The candidate, its provenance and the feedbacks it used are written in one transaction; then the gate
    evaluates it and, when it passes and ``auto_activate`` is on, one more transaction activates it. Nothing
    touches the active version before that last transaction.
@@ -59,6 +61,7 @@ class Magic:
 class RunReport:
     outcome: str
     run_id: int | None = None
+    database: str | None = None  # the scope: None for a global run
     version: int | None = None
     counts: dict[str, int] = field(default_factory=dict)
     llm_calls_by_purpose: dict[str, int] = field(default_factory=dict)
@@ -68,20 +71,27 @@ class RunReport:
     exception: BaseException | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "run_id": self.run_id, "version": self.version, "counts": self.counts,
+        return {"outcome": self.outcome, "run_id": self.run_id, "database": self.database, "version": self.version,
+                "counts": self.counts,
                 "llm_calls_by_purpose": self.llm_calls_by_purpose, "evaluation": self.evaluation,
                 "error": self.error, "wall_s": round(self.wall_s, 3)}
 
 
-async def regenerate(magic: Magic, trigger: str = "manual", *, activate: bool | None = None) -> RunReport:
-    """Run MAGIC once if no other replica is running it; never raises for a failed run (see ``outcome``)."""
+async def regenerate(magic: Magic, trigger: str = "manual", *, activate: bool | None = None,
+                     database: str | None = None) -> RunReport:
+    """Run MAGIC once if no other replica is running it; never raises for a failed run (see ``outcome``).
+
+    With ``database`` only that database's corrections are used and the candidate is that database's
+    version (it starts from the guideline the database uses now); without, every database's corrections
+    make a global candidate."""
     started = time.monotonic()
     async with magic.store.session() as lock_conn:
         if not await runs.try_lock(lock_conn):
             metrics.REGENERATION_RUNS.labels("locked").inc()
-            return RunReport("locked", wall_s=time.monotonic() - started)
+            return RunReport("locked", database=database, wall_s=time.monotonic() - started)
         try:
-            report = await _run_locked(magic, trigger, magic.settings.auto_activate if activate is None else activate)
+            report = await _run_locked(magic, trigger, magic.settings.auto_activate if activate is None else activate,
+                                       database)
         finally:
             await runs.unlock(lock_conn)
     report.wall_s = time.monotonic() - started
@@ -91,22 +101,23 @@ async def regenerate(magic: Magic, trigger: str = "manual", *, activate: bool | 
     return report
 
 
-async def _run_locked(magic: Magic, trigger: str, activate: bool) -> RunReport:
+async def _run_locked(magic: Magic, trigger: str, activate: bool, database: str | None) -> RunReport:
     store, settings = magic.store, magic.settings
-    run_id = await runs.start(store.pool, trigger)
+    run_id = await runs.start(store.pool, trigger, database)
     agents = Agents(magic.llm, magic.model)
     counts: dict[str, int] = {"corrections_processed": 0, "feedbacks_kept": 0, "guideline_updates": 0}
-    report = RunReport("running", run_id=run_id, counts=counts)
+    report = RunReport("running", run_id=run_id, database=database, counts=counts)
     try:
         pending = await corrections.pending(store.pool, verified_only=settings.verified_only,
-                                            limit=settings.max_corrections_per_run)
+                                            limit=settings.max_corrections_per_run, database=database)
         await _process(magic, agents, run_id, pending, counts)
-        kept = await runs.unused_feedbacks(store.pool)
+        kept = await runs.unused_feedbacks(store.pool, database)
         full = batches(kept, settings.batch_size)
         if not full:
             report.outcome = "no_change"
             return report
-        active = await guidelines.active(store.pool)
+        # A database's candidate improves on what that database uses now (its own version or the global one).
+        active = await (guidelines.in_force(store.pool, database) if database else guidelines.active(store.pool))
         text = active.text if active else ""
         for batch in full:
             text = await agents.write_guideline(text, batch)
@@ -116,12 +127,12 @@ async def _run_locked(magic: Magic, trigger: str, activate: bool) -> RunReport:
         used = [k for batch in full for k in batch]
         provenance = {"corrections": [k.correction_id for k in used], "feedbacks": [k.id for k in used],
                       "run_id": run_id, "trigger": trigger, "batches": len(full), "batch_size": settings.batch_size,
-                      "model": magic.model}
+                      "model": magic.model, "database": database}
         unreviewed = await corrections.unreviewed(store.pool, [k.correction_id for k in used])
         provenance["unreviewed_corrections"] = unreviewed
         async with store.transaction() as conn:
             version = await guidelines.add_candidate(conn, text=text, parent=active.version if active else None,
-                                                     provenance=provenance)
+                                                     provenance=provenance, database=database)
             await runs.mark_used(conn, [k.id for k in used], version)
         report.version, report.outcome = version, "candidate"
         if activate and unreviewed:
@@ -129,11 +140,13 @@ async def _run_locked(magic: Magic, trigger: str, activate: bool) -> RunReport:
             log.info("guideline_waits_for_review", version=version, unreviewed=len(unreviewed))
             report.outcome = "pending_review"
         elif activate:
-            evaluation = await gate.evaluate(magic.state, store, agents, magic.baseline, text, settings)
+            evaluation = await gate.evaluate(magic.state, store, agents, text, settings, database=database,
+                                             learnt_from=[k.correction_id for k in used])
             await guidelines.set_evaluation(store.pool, version, evaluation)
             report.evaluation = evaluation
             if evaluation["passed"]:
-                await guidelines.activate(store.pool, version)
+                await guidelines.activate(store.pool, version, actor=f"regeneration run {run_id}",
+                                          detail={"gate": evaluation["method"], "forced": False})
                 report.outcome = "activated"
             else:
                 report.outcome = "rejected"

@@ -67,15 +67,15 @@ def _from_row(row: object) -> StoredCorrection:
     )
 
 
-async def pending(db: Db, *, verified_only: bool, limit: int) -> list[StoredCorrection]:
-    """Unprocessed corrections, oldest first."""
+async def pending(db: Db, *, verified_only: bool, limit: int, database: str | None = None) -> list[StoredCorrection]:
+    """Unprocessed corrections (only ``database``'s when given), oldest first."""
     rows = await db.fetch(
         """
         SELECT * FROM corrections
-        WHERE processed_at IS NULL AND (verified OR NOT $1)
+        WHERE processed_at IS NULL AND (verified OR NOT $1) AND ($3::text IS NULL OR database = $3)
         ORDER BY id LIMIT $2
         """,
-        verified_only, limit,
+        verified_only, limit, database,
     )
     return [_from_row(r) for r in rows]
 
@@ -86,10 +86,12 @@ async def count_pending(db: Db, *, verified_only: bool) -> int:
     ))
 
 
-async def holdout(db: Db, *, limit: int) -> list[StoredCorrection]:
-    """The most recent corrections kept apart for the activation gate (MAGIC never saw them)."""
+async def holdout(db: Db, *, limit: int, database: str | None = None) -> list[StoredCorrection]:
+    """The most recent corrections kept apart for the activation gate (MAGIC never saw them); only
+    ``database``'s when given."""
     rows = await db.fetch(
-        "SELECT * FROM corrections WHERE outcome = 'holdout' ORDER BY id DESC LIMIT $1", limit,
+        "SELECT * FROM corrections WHERE outcome = 'holdout' AND ($2::text IS NULL OR database = $2) "
+        "ORDER BY id DESC LIMIT $1", limit, database,
     )
     return [_from_row(r) for r in rows]
 

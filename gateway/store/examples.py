@@ -212,3 +212,27 @@ async def questions(db: Db, database: str, limit: int) -> list[str]:
         database, limit,
     )
     return [r["question"] for r in rows]
+
+
+
+async def held_out(db: Db, databases: list[str], *, learnt_from: list[int], limit: int) -> list[StoredExample]:
+    """Approved pairs of ``databases`` that the corrections ``learnt_from`` did not teach, most recent first.
+
+    A pair counts as taught by a correction when it came from the same request or asks the same question
+    (see :func:`question_key`): replaying it would grade a guideline on the answer it was written from.
+    """
+    taught = await db.fetch("SELECT request_id, question FROM corrections WHERE id = ANY($1::bigint[])",
+                            learnt_from)
+    requests = [r["request_id"] for r in taught if r["request_id"] is not None]
+    keys = sorted({question_key(r["question"]) for r in taught})
+    rows = await db.fetch(
+        """
+        SELECT * FROM verified_examples
+        WHERE status = 'approved' AND database = ANY($1::text[])
+          AND NOT (question_key = ANY($2::text[]))
+          AND (request_id IS NULL OR NOT (request_id = ANY($3::text[])))
+        ORDER BY id DESC LIMIT $4
+        """,
+        databases, keys, requests, limit,
+    )
+    return [_stored(r) for r in rows]

@@ -24,8 +24,9 @@ class KeptFeedback:
     feedback: str
 
 
-async def start(db: Db, trigger: str) -> int:
-    return int(await db.fetchval("INSERT INTO regeneration_runs (trigger) VALUES ($1) RETURNING id", trigger))
+async def start(db: Db, trigger: str, database: str | None = None) -> int:
+    return int(await db.fetchval("INSERT INTO regeneration_runs (trigger, database) VALUES ($1, $2) RETURNING id",
+                                 trigger, database))
 
 
 async def finish(db: Db, run_id: int, *, outcome: str, counts: dict[str, int], version: int | None,
@@ -62,16 +63,18 @@ async def keep_feedback(conn: Db, *, correction_id: int, run_id: int, feedback: 
     )
 
 
-async def unused_feedbacks(db: Db) -> list[KeptFeedback]:
-    """Kept feedbacks not yet folded into a guideline, in correction order (deterministic batches even
-    when corrections are worked on concurrently)."""
+async def unused_feedbacks(db: Db, database: str | None = None) -> list[KeptFeedback]:
+    """Kept feedbacks not yet folded into a guideline (only those of ``database``'s corrections when given),
+    in correction order (deterministic batches even when corrections are worked on concurrently)."""
     rows = await db.fetch(
         """
         SELECT m.id, m.correction_id, c.question, c.incorrect_sql, m.revised_sql, m.feedback
         FROM magic_feedbacks m JOIN corrections c ON c.id = m.correction_id
         WHERE m.used_in_version IS NULL AND c.outcome IS DISTINCT FROM 'rejected'  -- a DBA rejected it
+              AND ($1::text IS NULL OR c.database = $1)
         ORDER BY m.correction_id
-        """
+        """,
+        database,
     )
     return [KeptFeedback(r["id"], r["correction_id"], r["question"], r["incorrect_sql"], r["revised_sql"],
                          r["feedback"]) for r in rows]

@@ -1,8 +1,9 @@
 """The store behind the question pipeline's protocols: the active guideline, verified examples, corrections.
 
-- :class:`StoreGuidelines` (a ``GuidelineSource``): the active stored version, or the fallback source (the
-  guideline files) while none is active. Cached for ``ttl_s`` so a question does not cost a store round
-  trip; an activation on this replica invalidates the cache at once, on other replicas within ``ttl_s``.
+- :class:`StoreGuidelines` (a ``GuidelineSource``): the database's active stored version, else the global
+  active version, else the fallback source (the guideline files). Cached per database for ``ttl_s`` so a
+  question does not cost a store round trip; an activation on this replica invalidates the cache at once,
+  on other replicas within ``ttl_s``.
   When the store is down, questions go on with the last known guideline (or the fallback).
 - :class:`StoreExamples` (an ``ExamplesSource``): trigram-similar approved pairs, and exact matches, each
   only while the database's current policy still allows its SQL (``allowed``; rules change after approval).
@@ -33,28 +34,39 @@ def version_label(version: int) -> str:
 
 
 class StoreGuidelines:
+    """Per database: its own active version, else the global active one, else the fallback (the files)."""
+
     def __init__(self, store: Store, fallback: GuidelineSource, ttl_s: float = 2.0) -> None:
         self.store = store
         self.fallback = fallback
         self.ttl_s = ttl_s
-        self._cached: tuple[float, Guideline | None] | None = None
+        self._cached: dict[str, tuple[float, Guideline | None]] = {}
 
     def invalidate(self) -> None:
-        self._cached = None
+        self._cached = {}
 
     async def active(self, database: str) -> Guideline:
         now = time.monotonic()
-        if self._cached is None or now - self._cached[0] > self.ttl_s:
+        cached = self._cached.get(database)
+        if cached is None or now - cached[0] > self.ttl_s:
             try:
-                version = await guidelines.active(self.store.pool)
-                stored = Guideline(version_label(version.version), version.text) if version else None
-                self._cached = (now, stored)
+                version = await guidelines.in_force(self.store.pool, database)
+                cached = (now, Guideline(version_label(version.version), version.text) if version else None)
+                self._cached[database] = cached
             except Exception as exc:  # noqa: BLE001 - a question must not fail because the store blinked
                 log.warning("guideline_store_unavailable", error=repr(exc))
-                if self._cached is None:
+                if cached is None:
                     return await self.fallback.active(database)
-        stored = self._cached[1]
+        stored = cached[1]
         return stored if stored is not None else await self.fallback.active(database)
+
+    async def global_active(self, database: str) -> Guideline:
+        """What ``database`` would use without a version of its own: the global version, else the files
+        (the baseline a global candidate is measured against). Not cached: only the gate asks."""
+        version = await guidelines.active(self.store.pool, None)
+        if version is not None:
+            return Guideline(version_label(version.version), version.text)
+        return await self.fallback.active(database)
 
 
 class StoreExamples:

@@ -53,12 +53,14 @@ def settings_for(demo_dsn: str, store_dsn: str, llm: ScriptedLLM | None, tmp: Pa
 
 
 async def add_corrections(store: Store, ks: range | list[int]) -> list[int]:
+    """Corrections for ``case(k)`` on demo, committed together: a scheduler polling meanwhile sees all or none."""
     ids = []
-    for k in ks:
-        c = case(k)
-        ids.append(await corrections.add(store.pool, database="demo", question=c.question,
-                                         incorrect_sql=c.incorrect_sql, corrected_sql=c.correct_sql,
-                                         source="dba", verified=True))
+    async with store.transaction() as conn:
+        for k in ks:
+            c = case(k)
+            ids.append(await corrections.add(conn, database="demo", question=c.question,
+                                             incorrect_sql=c.incorrect_sql, corrected_sql=c.correct_sql,
+                                             source="dba", verified=True))
     return ids
 
 

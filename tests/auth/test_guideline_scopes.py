@@ -1,0 +1,48 @@
+"""Guideline scopes under access control: a DBA of one database manages that database's versions only, and
+cannot change the global guideline, which every other database uses."""
+
+from __future__ import annotations
+
+from gateway.store import guidelines
+from tests.auth.conftest import Gateway, bearer
+from tests.auth.test_http import assert_problem
+
+
+async def test_a_dba_of_one_database_manages_its_versions_and_not_the_global_ones(gw: Gateway) -> None:
+    store = gw.state.store
+    assert store is not None
+    demo_dba, rls_dba, all_dba = (await gw.key("dba", databases=("demo",)), await gw.key("dba", databases=("rls",)),
+                                  await gw.key("dba"))
+    async with store.transaction() as conn:
+        g = await guidelines.add_candidate(conn, text="1. global reminders", parent=None, provenance={})
+        d = await guidelines.add_candidate(conn, text="1. demo reminders", parent=None, provenance={},
+                                           database="demo")
+    await guidelines.activate(store.pool, g, actor="test")
+    try:
+        as_demo = bearer(demo_dba)
+        # the global scope is refused, whichever way it is changed
+        for path, body in (("/v1/guidelines/reset", {}), ("/v1/guidelines/rollback", {}),
+                           ("/v1/guidelines/regenerate", {}), (f"/v1/guidelines/{g}/activate", {"force": True})):
+            assert_problem(await gw.http.post(path, json=body, headers=as_demo), 403, "forbidden")
+        # its own database is allowed
+        activated = await gw.http.post(f"/v1/guidelines/{d}/activate", json={"force": True}, headers=as_demo)
+        assert activated.status_code == 200 and activated.json()["database"] == "demo"
+        reset = await gw.http.post("/v1/guidelines/reset", json={"database": "demo"}, headers=as_demo)
+        assert reset.status_code == 200 and reset.json()["retired"] == d
+        # another database's DBA neither sees nor touches demo's versions
+        as_rls = bearer(rls_dba)
+        listed = (await gw.http.get("/v1/guidelines", headers=as_rls)).json()
+        assert d not in [v["version"] for v in listed["versions"]] and g in [v["version"] for v in listed["versions"]]
+        assert_problem(await gw.http.get(f"/v1/guidelines/{d}", headers=as_rls), 403, "forbidden")
+        assert_problem(await gw.http.post("/v1/guidelines/rollback", json={"database": "demo"}, headers=as_rls),
+                       403, "forbidden")
+        assert_problem(await gw.http.get("/v1/guidelines", params={"database": "demo"}, headers=as_rls),
+                       403, "forbidden")
+        events = (await gw.http.get("/v1/guidelines/events", headers=as_rls)).json()["events"]
+        assert all(e["database"] != "demo" for e in events)
+        # a key for every database may change the global scope
+        assert (await gw.http.post("/v1/guidelines/reset", json={}, headers=bearer(all_dba))).status_code == 200
+        assert await guidelines.active(store.pool) is None
+    finally:
+        await guidelines.reset(store.pool, None)
+        await guidelines.reset(store.pool, "demo")
