@@ -1,0 +1,126 @@
+"""MCP over streamable HTTP at ``/mcp`` on the HTTP app: the same API keys, roles and database lists.
+
+The HTTP middleware has already admitted the request (drain, media type, the API key, body size, an
+in-flight slot) and counts and logs it like any other; this endpoint then checks that the key may use MCP
+at all (role ``client``) and spends a token of its rate limit, exactly as a ``/v1`` route would, and hands
+the request to the SDK's session manager with the principal in the request's state, where every tool call
+of that request finds it (:func:`caller_of`).
+
+Stateless: every POST is served by a fresh transport, so replicas behind a load balancer need no sticky
+sessions and nothing of one request (or one key) survives into the next. Progress notifications of a
+tool call travel on that call's own SSE response.
+
+Without access control (on loopback only, see :func:`gateway.auth.check_exposure`) the endpoint also checks
+``Host`` and ``Origin`` against loopback names: a web page that rebinds its own host name to 127.0.0.1 can
+reach the port, but not past that check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from gateway import errors
+from gateway.api.problems import problem_response
+from gateway.auth import ANONYMOUS, Principal, Role
+from gateway.mcp.server import Caller, build_server
+from gateway.service import Gateway
+from gateway.settings import Settings
+
+PATH = "/mcp"
+METHODS = ["GET", "POST", "DELETE"]
+LOOPBACK = TransportSecuritySettings(
+    enable_dns_rebinding_protection=True,
+    allowed_hosts=["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"],
+    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+)
+
+
+async def caller_of(ctx: ServerRequestContext[Any, Any] | None) -> Caller:
+    """The caller of an MCP request over HTTP: what :class:`McpEndpoint` left in its request's state."""
+    request = ctx.request if ctx is not None else None
+    principal = getattr(getattr(request, "state", None), "principal", None)
+    if not isinstance(principal, Principal):  # fail closed: never serve a request nobody authenticated
+        raise errors.Unauthorized("the MCP request carries no authenticated caller")
+    gateway: Gateway = request.app.state.service  # type: ignore[union-attr]
+    return Caller(gateway, principal, request.state.request_id)  # type: ignore[union-attr]
+
+
+class McpEndpoint:
+    """The ASGI endpoint mounted at ``/mcp``; :meth:`run` must be open while the app serves (its lifespan)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.server = build_server(caller_of)
+        self.manager: StreamableHTTPSessionManager | None = None
+        self.route = Route(PATH, endpoint=self, methods=METHODS, include_in_schema=False)
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        # A session manager runs once: each start of the app (its lifespan) gets its own.
+        manager = StreamableHTTPSessionManager(
+            app=self.server, stateless=True, json_response=False,
+            security_settings=None if self.settings.auth.enabled else LOOPBACK,
+            max_request_body_size=self.settings.server.max_body_bytes)
+        async with manager.run():
+            self.manager = manager
+            try:
+                yield
+            finally:
+                self.manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # FastAPI records only its own routes in the scope; the request metrics and log line read it.
+        scope["route"] = self.route
+        state = scope.setdefault("state", {})
+        app = scope["app"]
+        try:
+            state["principal"] = await self._authorize(app, scope, state)
+        except errors.GatewayError as exc:
+            await problem_response(exc, state.get("request_id"))(scope, receive, send)
+            return
+        manager = self.manager
+        if manager is None:
+            await problem_response(errors.ShuttingDown("MCP is not serving"), state.get("request_id"))(
+                scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, _plain_status(send))
+
+    async def _authorize(self, app: Any, scope: Scope, state: dict[str, Any]) -> Principal:
+        gateway_state = app.state.gateway
+        auth = gateway_state.auth
+        if auth is None:  # an open Gateway always sets it; failing closed beats serving unauthenticated
+            raise errors.GatewayError("access control is not initialised")
+        principal = state.get("principal")
+        if not auth.settings.enabled:
+            principal = ANONYMOUS
+        elif not isinstance(principal, Principal):  # the middleware authenticates; a request that got here
+            headers = dict(scope["headers"])       # some other way is authenticated here
+            principal = await auth.authenticate(headers.get(b"authorization", b"").decode("latin-1") or None)
+        principal.check_role(Role.CLIENT)
+        limits = gateway_state.rate_limits
+        if limits is not None and limits.enabled:
+            if principal.key_id is not None:
+                limits.check("key:" + principal.key_id, principal.role.value)
+            else:
+                client = scope.get("client")
+                limits.check("addr:" + (client[0] if client else "unknown"))
+        return principal
+
+
+def _plain_status(send: Send) -> Send:
+    """The SDK answers some requests with an ``HTTPStatus`` member: metrics label statuses as plain numbers."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["status"] = int(message["status"])
+        await send(message)
+
+    return sending
