@@ -264,3 +264,17 @@ async def test_without_access_control_only_loopback_hosts_reach_mcp(demo_dsn: st
                 "MCP-Protocol-Version": "2025-06-18"})
     assert rebound.status_code in (403, 421), rebound.text
     assert "list_databases" not in rebound.text
+
+
+async def test_hidden_columns_via_give_feedback(http_gw: Served, llm: ScriptedLLM) -> None:
+    """A corrected SQL that reads a hidden column is refused without naming it, as /v1/sql refuses it."""
+    token = await http_gw.key("client", ("demo",))
+    script(llm, sql("SELECT count(*) AS n FROM employees"))
+    async with http_client(http_gw.url, token) as client:
+        asked = await client.call_tool("ask", {"database": "demo", "question": "How many employees?"})
+        fed = await client.call_tool("give_feedback", {
+            "request_id": asked.structured_content["request_id"], "verdict": "incorrect",
+            "corrected_sql": "SELECT max(salary) FROM employees"})
+    assert fed.is_error and fed.structured_content["code"] == "correction_blocked"
+    assert "hidden_column" in fed.structured_content["codes"]
+    assert_no_hidden(text_of(fed))
