@@ -17,6 +17,7 @@ reach the port, but not past that check.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -64,17 +65,34 @@ class McpEndpoint:
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
+        """Serve while the block runs. The manager's task group lives in a task of its own: whoever enters
+        the app's lifespan may leave it from another task (a test fixture does), and a task group must be
+        left by the task that entered it."""
         # A session manager runs once: each start of the app (its lifespan) gets its own.
         manager = StreamableHTTPSessionManager(
             app=self.server, stateless=True, json_response=False,
             security_settings=None if self.settings.auth.enabled else LOOPBACK,
             max_request_body_size=self.settings.server.max_body_bytes)
-        async with manager.run():
-            self.manager = manager
-            try:
-                yield
-            finally:
-                self.manager = None
+        started, stop = asyncio.Event(), asyncio.Event()
+
+        async def serve() -> None:
+            async with manager.run():
+                started.set()
+                await stop.wait()
+
+        task = asyncio.create_task(serve(), name="mcp-session-manager")
+        waiter = asyncio.create_task(started.wait())
+        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if task.done():
+            task.result()  # it failed to start: raise why
+        self.manager = manager
+        try:
+            yield
+        finally:
+            self.manager = None
+            stop.set()
+            await task
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # FastAPI records only its own routes in the scope; the request metrics and log line read it.
