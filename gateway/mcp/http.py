@@ -6,6 +6,9 @@ at all (role ``client``) and spends a token of its rate limit, exactly as a ``/v
 the request to the SDK's session manager with the principal in the request's state, where every tool call
 of that request finds it (:func:`caller_of`).
 
+The SDK is imported, and its session manager started, on the first MCP request: importing it costs about as
+much as the rest of the app, and a gateway nobody reaches over MCP should not start slower for it.
+
 Stateless: every POST is served by a fresh transport, so replicas behind a load balancer need no sticky
 sessions and nothing of one request (or one key) survives into the next. Progress notifications of a
 tool call travel on that call's own SSE response.
@@ -18,34 +21,36 @@ reach the port, but not past that check.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp.server import ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway import errors
 from gateway.api.problems import problem_response
 from gateway.auth import ANONYMOUS, Principal, Role
-from gateway.mcp.server import Caller, build_server
 from gateway.service import Gateway
 from gateway.settings import Settings
 
+if TYPE_CHECKING:
+    from mcp.server import ServerRequestContext
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from gateway.mcp.server import Caller
+
 PATH = "/mcp"
 METHODS = ["GET", "POST", "DELETE"]
-LOOPBACK = TransportSecuritySettings(
-    enable_dns_rebinding_protection=True,
-    allowed_hosts=["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"],
-    allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-)
+LOOPBACK_HOSTS = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
 
 async def caller_of(ctx: ServerRequestContext[Any, Any] | None) -> Caller:
     """The caller of an MCP request over HTTP: what :class:`McpEndpoint` left in its request's state."""
+    from gateway.mcp.server import Caller
+
     request = ctx.request if ctx is not None else None
     principal = getattr(getattr(request, "state", None), "principal", None)
     if not isinstance(principal, Principal):  # fail closed: never serve a request nobody authenticated
@@ -59,40 +64,62 @@ class McpEndpoint:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.server = build_server(caller_of)
-        self.manager: StreamableHTTPSessionManager | None = None
         self.route = Route(PATH, endpoint=self, methods=METHODS, include_in_schema=False)
+        self.manager: StreamableHTTPSessionManager | None = None
+        self._serving = False
+        self._lock = asyncio.Lock()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
 
     @asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        """Serve while the block runs. The manager's task group lives in a task of its own: whoever enters
-        the app's lifespan may leave it from another task (a test fixture does), and a task group must be
-        left by the task that entered it."""
-        # A session manager runs once: each start of the app (its lifespan) gets its own.
-        manager = StreamableHTTPSessionManager(
-            app=self.server, stateless=True, json_response=False,
-            security_settings=None if self.settings.auth.enabled else LOOPBACK,
-            max_request_body_size=self.settings.server.max_body_bytes)
-        started, stop = asyncio.Event(), asyncio.Event()
-
-        async def serve() -> None:
-            async with manager.run():
-                started.set()
-                await stop.wait()
-
-        task = asyncio.create_task(serve(), name="mcp-session-manager")
-        waiter = asyncio.create_task(started.wait())
-        await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        if task.done():
-            task.result()  # it failed to start: raise why
-        self.manager = manager
+        """Serve MCP while the block runs (the app's lifespan); stop the session manager if one started."""
+        self._serving = True
+        self._lock, self._stop = asyncio.Lock(), asyncio.Event()  # of the loop that serves
         try:
             yield
         finally:
+            self._serving = False
             self.manager = None
-            stop.set()
-            await task
+            task, self._task = self._task, None
+            if task is not None:
+                self._stop.set()
+                await task
+
+    async def _started(self) -> StreamableHTTPSessionManager:
+        """The session manager, started on first use. Its task group lives in a task of its own (with a
+        context of its own): a task group must be left by the task that entered it, and neither a request
+        nor the lifespan (a test fixture may leave it from another task) is that task."""
+        async with self._lock:
+            if self.manager is not None:
+                return self.manager
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+            from mcp.server.transport_security import TransportSecuritySettings
+
+            from gateway.mcp.server import build_server
+
+            loopback = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=LOOPBACK_HOSTS,
+                                                 allowed_origins=LOOPBACK_ORIGINS)
+            # A session manager runs once: each start of the app gets its own.
+            manager = StreamableHTTPSessionManager(
+                app=build_server(caller_of), stateless=True, json_response=False,
+                security_settings=None if self.settings.auth.enabled else loopback,
+                max_request_body_size=self.settings.server.max_body_bytes)
+            started, stop = asyncio.Event(), self._stop
+
+            async def serve() -> None:
+                async with manager.run():
+                    started.set()
+                    await stop.wait()
+
+            task = asyncio.create_task(serve(), name="mcp-session-manager", context=contextvars.Context())
+            waiter = asyncio.create_task(started.wait())
+            await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if task.done():
+                task.result()  # it failed to start: raise why
+            self._task, self.manager = task, manager
+            return manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # FastAPI records only its own routes in the scope; the request metrics and log line read it.
@@ -104,11 +131,11 @@ class McpEndpoint:
         except errors.GatewayError as exc:
             await problem_response(exc, state.get("request_id"))(scope, receive, send)
             return
-        manager = self.manager
-        if manager is None:
+        if not self._serving:
             await problem_response(errors.ShuttingDown("MCP is not serving"), state.get("request_id"))(
                 scope, receive, send)
             return
+        manager = await self._started()
         await manager.handle_request(scope, receive, _plain_status(send))
 
     async def _authorize(self, app: Any, scope: Scope, state: dict[str, Any]) -> Principal:
