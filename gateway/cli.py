@@ -250,6 +250,38 @@ def schema(
 
 
 @app.command()
+def mcp(
+    config: ConfigOption = None,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", envvar="NL2SQL_API_KEY",
+        help="Act as this API key (its role, databases and Postgres role) instead of as the local user with "
+             "every right; needs auth.enabled and a store.")] = None,
+) -> None:
+    """Serve MCP (Model Context Protocol) on stdin/stdout, for desktop assistants and IDEs that start it.
+
+    Tools: list_databases, describe_schema, search_schema, check_sql, run_sql, ask, give_feedback; resources:
+    each database's schema, rules summary and active guideline. stdout carries only the protocol; logs go to
+    stderr. The HTTP server offers the same over streamable HTTP at /mcp.
+    """
+    settings = _settings(config)
+    if not settings.databases:
+        _no_databases(config)
+    from gateway import errors
+    from gateway.mcp.stdio import serve_stdio
+    from gateway.observability.logging import configure_logging
+
+    configure_logging(settings.logging.level, settings.logging.json_logs)  # to stderr, as every command's
+    try:
+        asyncio.run(serve_stdio(settings, api_key))
+    except ConfigError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    except errors.GatewayError as exc:
+        typer.echo(f"{exc.code}: {exc.detail}", err=True)
+        raise typer.Exit(1) from exc
+
+
+@app.command()
 def init(
     dsn: Annotated[str, typer.Argument(metavar="[NAME=]postgresql://...", help="The database to start with.")],
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,

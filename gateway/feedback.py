@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gateway import errors
-from gateway.client_sql import Databases, check_sql
+from gateway.client_sql import Databases, check_sql, hidden_names
 from gateway.execute import run_query
+from gateway.masking import mask, mask_fields
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.store import Store, audit, corrections, examples, feedback
@@ -193,9 +194,10 @@ async def _verify_correction(databases: Databases, database: str, sql: str, role
     """The corrected SQL must pass the safety check and run; raises the problem that says why not."""
     verdict = check_sql(databases, sql, database)
     if not verdict.allowed:
+        names = hidden_names(databases, database)  # a finding names what it refused: not a hidden name
         raise errors.CorrectionBlocked(
-            "corrected_sql was refused: " + "; ".join(f.message for f in verdict.findings),
-            findings=[f.as_dict() for f in verdict.findings], codes=verdict.codes,
+            mask("corrected_sql was refused: " + "; ".join(f.message for f in verdict.findings), names),
+            findings=mask_fields([f.as_dict() for f in verdict.findings], names), codes=verdict.codes,
         )
     # Running it proves it executes; one row is enough to prove that and keeps the call cheap.
     await run_query(databases.target(database), sql, max_rows=1, role=role)

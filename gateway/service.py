@@ -32,15 +32,18 @@ from gateway import __version__, masking, safety
 from gateway.auth import ANONYMOUS, Authenticator, Principal
 from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
+from gateway.context.search import active_guideline, rules_summary, search_schema
+from gateway.corrections import hand_over
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
-from gateway.feedback import FeedbackIn, StoredFeedback, client_id, store_of, submit
+from gateway.feedback import FeedbackIn, StoredFeedback, audit_answer, client_id, store_of, submit
 from gateway.llm import open_llm
 from gateway.magic import lifecycle
 from gateway.magic.run import RunReport
 from gateway.magic.wiring import open_feedback_store
 from gateway.observability.logging import get_logger
-from gateway.pipeline import Answer, Question, Thread, ask, ask_events, llm_for, open_thread
+from gateway.pipeline import Answer, Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
+from gateway.pipeline.verified import OnAttempt
 from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.settings import Settings
@@ -345,3 +348,37 @@ class Gateway:
         """Activations, rollbacks and resets, newest first."""
         return await guidelines.events(store_of(self.state.store).pool, database=database, only_global=only_global,
                                        limit=limit)
+
+    # --- MCP: schema search and recorded answers (gateway.mcp) ------------------------------------------
+
+    async def search_schema(self, database: str, query: str, *, limit: int = 20,
+                            principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """Tables, columns and stored values of ``database`` that match the words of ``query``.
+
+        Only what the rules leave visible is searched (see :mod:`gateway.context.search`): a hidden table,
+        column or value is never matched nor returned.
+        """
+        principal.check_database(database)
+        return await search_schema(self.state, database, query, limit=limit)
+
+    async def rules_summary(self, database: str, *, principal: Principal = ANONYMOUS) -> str:
+        """The DBA's notes and instructions for ``database`` as the LLM reads them (hidden names redacted)."""
+        principal.check_database(database)
+        return await rules_summary(self.state, database)
+
+    async def active_guideline(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """The guideline questions on ``database`` use now: ``{"database", "version", "text"}``."""
+        principal.check_database(database)
+        return await active_guideline(self.state, database)
+
+    async def answer(self, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
+        """:meth:`ask`, plus what ``POST /v1/ask`` does around it: the answer is audited in the store before
+        it is returned (so feedback can name its request id) and its corrections are handed to the sink.
+
+        ``on_attempt`` sees each attempt as soon as it is validated (progress for MCP clients).
+        """
+        state = self.state
+        answer = await ask(state, q, on_attempt)
+        await audit_answer(state.store, answer, q.evidence)
+        await hand_over(state.corrections, corrections_of(answer, q))
+        return answer

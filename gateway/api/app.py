@@ -32,6 +32,7 @@ from gateway.api.problems import PROBLEM_JSON
 from gateway.auth import check_exposure
 from gateway.auth.access import authorize
 from gateway.backpressure import Strangers
+from gateway.mcp.http import McpEndpoint
 from gateway.observability.logging import configure_logging
 from gateway.service import Gateway
 from gateway.settings import Settings, load_settings
@@ -47,11 +48,12 @@ Every error a client can cause is an `application/problem+json` body with a stab
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; resources open when it starts serving and close when it stops."""
     settings = settings or load_settings()
+    mcp = McpEndpoint(settings)  # MCP over streamable HTTP at /mcp, an adapter over the same Gateway
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         check_exposure(settings)  # without API keys only loopback; with them a store to keep them in
-        async with Gateway(settings) as gw:
+        async with Gateway(settings) as gw, mcp.run():
             app.state.service = gw  # routes and the MCP endpoint are adapters over it
             app.state.gateway = gw.state  # what the stages take (see gateway.api.deps)
             yield
@@ -86,6 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_health.router)
     app.include_router(routes_access.router)
     app.include_router(routes_rules.router)
+    app.router.routes.append(mcp.route)
     docs.install(app)
     console.install(app)  # /console: the web console, a client of the routes above
     return app

@@ -1,0 +1,84 @@
+"""What an adapter may show of a database's context: schema search, the rules summary, the active guideline.
+
+Search finds the tables, columns and stored values of a database that match a few words.
+
+Secrecy works as in :mod:`gateway.context.build`, on the same prepared snapshot: only the visible schema
+(rules applied first) and the sampled values of visible columns are searched, and comments are matched and
+returned after the redactor removed any mention of a hidden name. A hidden table, column or value cannot be
+matched or returned, so a search for ``salary`` finds nothing that a client may not see.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+# The question-independent preparation of build_context: one place decides what is visible.
+from gateway.context.build import _prepare
+from gateway.context.render import render_rules
+from gateway.context.values import match_values
+from gateway.context.words import keywords, phrases, words
+
+if TYPE_CHECKING:
+    from gateway.state import GatewayState
+
+
+async def rules_summary(state: GatewayState, database: str) -> str:
+    """The DBA's notes, instructions and required conditions for every visible table, as the LLM reads them
+    (hidden names redacted)."""
+    prepared = await _prepared(state, database)
+    return render_rules(prepared.rules, [t.qualified_name for t in prepared.schema.tables], prepared.redact)
+
+
+async def active_guideline(state: GatewayState, database: str) -> dict[str, Any]:
+    """``{"version", "text"}`` of the guideline questions on ``database`` use now, hidden names redacted."""
+    prepared = await _prepared(state, database)
+    guideline = await state.guidelines.active(database)
+    return {"database": database, "version": guideline.version, "text": prepared.redact.clean(guideline.text)}
+
+
+async def _prepared(state: GatewayState, database: str) -> Any:
+    target = state.target(database)
+    rules = state.ruleset(database)
+    snapshot = await state.schemas.get(target, rules)
+    return _prepare(snapshot, rules, state.settings.context.sample_values)
+
+
+async def search_schema(state: GatewayState, database: str, query: str, *, limit: int = 20) -> dict[str, Any]:
+    """``{"tables": [...], "columns": [...], "values": [...]}`` matching the words of ``query``.
+
+    Tables and columns match when a word is part of their name or their (redacted) comment; values match
+    stored values of low-cardinality text columns as the question pipeline's value hints do (pg_trgm when
+    installed, else difflib). Each list holds at most ``limit`` entries.
+    """
+    settings = state.settings.context
+    target = state.target(database)
+    rules = state.ruleset(database)
+    snapshot = await state.schemas.get(target, rules)
+    prepared = _prepare(snapshot, rules, settings.sample_values)
+    wanted = sorted(keywords(query))  # lower case, plural endings off, no stop words
+    clean = prepared.redact.clean
+
+    def hit(*texts: str | None) -> bool:
+        lowered = " ".join(t.lower() for t in texts if t)
+        return any(w in lowered for w in wanted)
+
+    tables: list[dict[str, Any]] = []
+    columns: list[dict[str, Any]] = []
+    for table in prepared.schema.tables:
+        comment = clean(table.comment or "") or None
+        description = clean(rules.table_descriptions.get(table.name, "") or "") or None
+        if hit(table.name, comment, description):
+            tables.append({"table": table.qualified_name, "kind": table.kind, "comment": comment,
+                           "description": description})
+        for column in table.columns:
+            column_comment = clean(column.comment or "") or None
+            if hit(column.name, column_comment):
+                columns.append({"table": table.qualified_name, "column": column.name, "type": column.type,
+                                "comment": column_comment})
+    candidates = list(dict.fromkeys([*phrases(query), *(w for w in words(query) if len(w) > 2)]))
+    hints = await match_values(target, snapshot.trgm_schema, candidates, prepared.values,
+                               settings.value_match_threshold, limit)
+    values = [{"table": h.table, "column": h.column, "value": h.value, "matched": h.phrase, "score": h.score}
+              for h in hints]
+    return {"database": database, "tables": tables[:limit], "columns": columns[:limit],
+            "values": values}

@@ -1,0 +1,171 @@
+"""MCP over streamable HTTP at ``/mcp`` on the HTTP app: the same API keys, roles and database lists.
+
+The HTTP middleware has already admitted the request (drain, media type, the API key, body size, an
+in-flight slot) and counts and logs it like any other; this endpoint then checks that the key may use MCP
+at all (role ``client``) and spends a token of its rate limit, exactly as a ``/v1`` route would, and hands
+the request to the SDK's session manager with the principal in the request's state, where every tool call
+of that request finds it (:func:`caller_of`).
+
+The SDK is imported, and its session manager started, on the first MCP request: importing it costs about as
+much as the rest of the app, and a gateway nobody reaches over MCP should not start slower for it.
+
+Stateless: every POST is served by a fresh transport, so replicas behind a load balancer need no sticky
+sessions and nothing of one request (or one key) survives into the next. Progress notifications of a
+tool call travel on that call's own SSE response.
+
+Without access control (on loopback only, see :func:`gateway.auth.check_exposure`) the endpoint also checks
+``Host`` and ``Origin`` against loopback names: a web page that rebinds its own host name to 127.0.0.1 can
+reach the port, but not past that check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from gateway import errors
+from gateway.api.problems import problem_response
+from gateway.auth import ANONYMOUS, Principal, Role
+from gateway.service import Gateway
+from gateway.settings import Settings
+
+if TYPE_CHECKING:
+    from mcp.server import ServerRequestContext
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from gateway.mcp.server import Caller
+
+PATH = "/mcp"
+METHODS = ["GET", "POST", "DELETE"]
+LOOPBACK_HOSTS = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+async def caller_of(ctx: ServerRequestContext[Any, Any] | None) -> Caller:
+    """The caller of an MCP request over HTTP: what :class:`McpEndpoint` left in its request's state."""
+    from gateway.mcp.server import Caller
+
+    request = ctx.request if ctx is not None else None
+    principal = getattr(getattr(request, "state", None), "principal", None)
+    if not isinstance(principal, Principal):  # fail closed: never serve a request nobody authenticated
+        raise errors.Unauthorized("the MCP request carries no authenticated caller")
+    gateway: Gateway = request.app.state.service  # type: ignore[union-attr]
+    return Caller(gateway, principal, request.state.request_id)  # type: ignore[union-attr]
+
+
+class McpEndpoint:
+    """The ASGI endpoint mounted at ``/mcp``; :meth:`run` must be open while the app serves (its lifespan)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.route = Route(PATH, endpoint=self, methods=METHODS, include_in_schema=False)
+        self.manager: StreamableHTTPSessionManager | None = None
+        self._serving = False
+        self._lock = asyncio.Lock()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Serve MCP while the block runs (the app's lifespan); stop the session manager if one started."""
+        self._serving = True
+        self._lock, self._stop = asyncio.Lock(), asyncio.Event()  # of the loop that serves
+        try:
+            yield
+        finally:
+            self._serving = False
+            self.manager = None
+            task, self._task = self._task, None
+            if task is not None:
+                self._stop.set()
+                await task
+
+    async def _started(self) -> StreamableHTTPSessionManager:
+        """The session manager, started on first use. Its task group lives in a task of its own (with a
+        context of its own): a task group must be left by the task that entered it, and neither a request
+        nor the lifespan (a test fixture may leave it from another task) is that task."""
+        async with self._lock:
+            if self.manager is not None:
+                return self.manager
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+            from mcp.server.transport_security import TransportSecuritySettings
+
+            from gateway.mcp.server import build_server
+
+            loopback = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=LOOPBACK_HOSTS,
+                                                 allowed_origins=LOOPBACK_ORIGINS)
+            # A session manager runs once: each start of the app gets its own.
+            manager = StreamableHTTPSessionManager(
+                app=build_server(caller_of), stateless=True, json_response=False,
+                security_settings=None if self.settings.auth.enabled else loopback,
+                max_request_body_size=self.settings.server.max_body_bytes)
+            started, stop = asyncio.Event(), self._stop
+
+            async def serve() -> None:
+                async with manager.run():
+                    started.set()
+                    await stop.wait()
+
+            task = asyncio.create_task(serve(), name="mcp-session-manager", context=contextvars.Context())
+            waiter = asyncio.create_task(started.wait())
+            await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if task.done():
+                task.result()  # it failed to start: raise why
+            self._task, self.manager = task, manager
+            return manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # FastAPI records only its own routes in the scope; the request metrics and log line read it.
+        scope["route"] = self.route
+        state = scope.setdefault("state", {})
+        app = scope["app"]
+        try:
+            state["principal"] = await self._authorize(app, scope, state)
+        except errors.GatewayError as exc:
+            await problem_response(exc, state.get("request_id"))(scope, receive, send)
+            return
+        if not self._serving:
+            await problem_response(errors.ShuttingDown("MCP is not serving"), state.get("request_id"))(
+                scope, receive, send)
+            return
+        manager = await self._started()
+        await manager.handle_request(scope, receive, _plain_status(send))
+
+    async def _authorize(self, app: Any, scope: Scope, state: dict[str, Any]) -> Principal:
+        gateway_state = app.state.gateway
+        auth = gateway_state.auth
+        if auth is None:  # an open Gateway always sets it; failing closed beats serving unauthenticated
+            raise errors.GatewayError("access control is not initialised")
+        principal = state.get("principal")
+        if not auth.settings.enabled:
+            principal = ANONYMOUS
+        elif not isinstance(principal, Principal):  # the middleware authenticates; a request that got here
+            headers = dict(scope["headers"])       # some other way is authenticated here
+            principal = await auth.authenticate(headers.get(b"authorization", b"").decode("latin-1") or None)
+        principal.check_role(Role.CLIENT)
+        limits = gateway_state.rate_limits
+        if limits is not None and limits.enabled:
+            if principal.key_id is not None:
+                limits.check("key:" + principal.key_id, principal.role.value)
+            else:
+                client = scope.get("client")
+                limits.check("addr:" + (client[0] if client else "unknown"))
+        return principal
+
+
+def _plain_status(send: Send) -> Send:
+    """The SDK answers some requests with an ``HTTPStatus`` member: metrics label statuses as plain numbers."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["status"] = int(message["status"])
+        await send(message)
+
+    return sending
