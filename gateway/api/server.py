@@ -141,9 +141,10 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 class DrainingServer(uvicorn.Server):
     """uvicorn's server, with the drain described in the module docstring and exit status 0 after it."""
 
-    def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
+    def __init__(self, config: uvicorn.Config, drain: Drain, early: list[int] | None = None) -> None:
         super().__init__(config)
         self.drain = drain
+        self.early = early if early is not None else []  # signals received before the handlers below
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.drain.start()  # at once, not at uvicorn's next tick: answers from now on close their connection
@@ -157,6 +158,8 @@ class DrainingServer(uvicorn.Server):
             yield
             return
         original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in self.early:  # a worker told to stop while it was starting: start, then drain at once
+            self.handle_exit(sig, None)
         try:
             yield
         finally:
@@ -188,11 +191,12 @@ def _config(app: FastAPI, settings: Settings) -> uvicorn.Config:
     )
 
 
-def run(app: FastAPI, settings: Settings, sockets: list[socket.socket] | None = None) -> None:
+def run(app: FastAPI, settings: Settings, sockets: list[socket.socket] | None = None,
+        early: list[int] | None = None) -> None:
     """Serve ``app`` on ``server.host:server.port`` (or ``sockets``) until SIGTERM or Ctrl-C, then drain and
-    return."""
+    return. ``early``: signals that arrived before serving began (they stop the server once it started)."""
     drain = getattr(app.state, "drain", None) or Drain()
-    DrainingServer(_config(app, settings), drain).run(sockets=sockets)
+    DrainingServer(_config(app, settings), drain, early).run(sockets=sockets)
 
 
 def serve(settings: Settings, factory: AppFactory | None = None, workers: int | None = None) -> int:
@@ -211,8 +215,11 @@ def serve(settings: Settings, factory: AppFactory | None = None, workers: int | 
 
 def _worker(settings: Settings, factory: AppFactory, sock: socket.socket) -> None:
     """A worker process: its own app (and so its own Gateway, pools and caches) on the shared socket."""
+    early: list[int] = []  # SIGTERM while importing or building the app: drain once serving, exit 0
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda received, _frame: early.append(received))
     configure_logging(settings.logging.level, settings.logging.json_logs)
-    run(factory(settings), settings, sockets=[sock])
+    run(factory(settings), settings, sockets=[sock], early=early)
 
 
 class Supervisor:
@@ -275,7 +282,9 @@ class Supervisor:
                 log.warning("worker_killed", pid=process.pid, after_s=grace)
                 process.kill()
                 process.join()
-            if process.exitcode != 0:
+            # -SIGTERM: the signal came before the worker could handle it (it was still importing the
+            # gateway), so it never served anything; any other status is a worker that failed.
+            if process.exitcode not in (0, -signal.SIGTERM):
                 status = 1
             metrics.process_dead(process.pid)
         log.info("workers_stopped", status=status)
