@@ -24,8 +24,11 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     NL2SQL_CONFIG=/etc/nl2sql-gateway/nl2sql-gateway.toml \
+    NL2SQL_SERVER__WORKERS=1 \
     MALLOC_MMAP_THRESHOLD_=32768 \
     MALLOC_TRIM_THRESHOLD_=131072
+# NL2SQL_SERVER__WORKERS: worker processes per container (serve --workers); raise it with the CPU limit
+# (docs/operations.md: pools, caches and rate limits are per worker, /metrics sums the workers).
 # glibc: large query values get their own mappings and freed memory goes back to the system, so RSS falls
 # back after a burst of large results instead of staying at its peak (bench/memory.py measures both).
 # A fixed numeric uid/gid so that Kubernetes' runAsNonRoot can verify it without reading /etc/passwd.

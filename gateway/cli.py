@@ -69,6 +69,9 @@ def serve(
     config: ConfigOption = None,
     host: Annotated[str | None, typer.Option(help="Listen address (server.host).")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port (server.port).")] = None,
+    workers: Annotated[int | None, typer.Option(
+        min=1, max=64, help="Worker processes on the one port (server.workers); each has its own pools, caches "
+                            "and rate limits, /metrics sums them all, SIGTERM drains every one.")] = None,
     dsn: Annotated[list[str] | None, typer.Option(
         "--dsn", metavar="[NAME=]postgresql://...",
         help="Serve this database (repeatable; NAME defaults to the DSN's database) instead of the configured "
@@ -89,6 +92,8 @@ def serve(
         settings.server.host = host
     if port is not None:
         settings.server.port = port
+    if workers is not None:
+        settings.server.workers = workers
     if llm_model is not None:
         settings.llm.model = llm_model
     if llm_base_url is not None:
@@ -134,7 +139,10 @@ def _serve(settings: Settings) -> None:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from exc
     configure_logging(settings.logging.level, settings.logging.json_logs)
-    server.run(create_app(settings), settings)  # bounded headers; SIGTERM drains, then exits 0
+    # bounded headers; SIGTERM drains (every worker), then exits 0
+    status = server.serve(settings, create_app)
+    if status:
+        raise typer.Exit(status)
 
 
 @app.command()

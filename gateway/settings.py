@@ -194,6 +194,9 @@ class ServerSettings(BaseModel):
                                   "more answers 431 headers_too_large and closes the connection.")
     drain_timeout_s: float = Field(default=30.0, gt=0, description="On SIGTERM or Ctrl-C, how long requests "
                                    "in flight may take to finish before they are cancelled.")
+    workers: int = Field(default=1, ge=1, le=64, description="Worker processes serving the API on one port "
+                         "(serve --workers); each has its own pools, caches and rate limits. Metrics are "
+                         "aggregated across workers.")
 
 
 class StoreSettings(BaseModel):

@@ -6,6 +6,8 @@ state (``app.state.service``, its resources on ``app.state.gateway``); nothing i
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -33,6 +35,7 @@ from gateway.auth import check_exposure
 from gateway.auth.access import authorize
 from gateway.backpressure import Strangers
 from gateway.mcp.http import McpEndpoint
+from gateway.observability import metrics
 from gateway.observability.logging import configure_logging
 from gateway.service import Gateway
 from gateway.settings import Settings, load_settings
@@ -56,7 +59,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         async with Gateway(settings) as gw, mcp.run():
             app.state.service = gw  # routes and the MCP endpoint are adapters over it
             app.state.gateway = gw.state  # what the stages take (see gateway.api.deps)
-            yield
+            refresher = None
+            if metrics.multiprocess_dir() is not None:  # a worker of serve --workers N
+                refresher = asyncio.create_task(metrics.refresh_pools(gw.state.targets.by_name.values()))
+            try:
+                yield
+            finally:
+                if refresher is not None:
+                    refresher.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await refresher
 
     app = FastAPI(
         title="nl2sql-gateway",

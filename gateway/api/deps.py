@@ -1,4 +1,8 @@
-"""FastAPI dependencies: hand the running Gateway (and the resources its stages take) to routes."""
+"""FastAPI dependencies: hand the running Gateway (and the resources its stages take) to routes.
+
+They are ``async def`` on purpose: FastAPI runs a plain ``def`` dependency in a worker thread, a thread hop
+per request that cost ``POST /v1/sql`` a fifth of its throughput (bench/throughput.py).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,11 @@ from gateway.service import Gateway
 from gateway.state import GatewayState
 
 
-def get_state(request: Request) -> GatewayState:
+async def get_state(request: Request) -> GatewayState:
     state: GatewayState = request.app.state.gateway
     return state
 
 
-def get_gateway(request: Request) -> Gateway:
+async def get_gateway(request: Request) -> Gateway:
     gateway: Gateway = request.app.state.service
     return gateway

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import JSONResponse, Response
 
 from gateway.api.deps import get_gateway, get_state
@@ -37,9 +36,6 @@ async def readyz(gateway: Gateway = Depends(get_gateway)) -> Response:
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
 async def prometheus_metrics(state: GatewayState = Depends(get_state)) -> Response:
-    for target in state.targets.by_name.values():
-        size, in_use = target.pool_stats()
-        metrics.POOL_SIZE.labels(target.name).set(size)
-        metrics.POOL_IN_USE.labels(target.name).set(in_use)
-        metrics.POOL_MAX.labels(target.name).set(target.settings.pool_max_size)
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    metrics.observe_pools(state.targets.by_name.values())  # other workers refresh theirs every second
+    body, content_type = metrics.exposition()
+    return Response(body, media_type=content_type)

@@ -19,6 +19,14 @@ every answer carries ``Connection: close`` and new requests on open connections 
 ``shutting_down``; the listener closes, idle kept-alive connections get a moment to send one last request
 (and learn the connection is closing), requests in flight finish within ``server.drain_timeout_s``, then the
 lifespan closes pools and the process exits.
+
+:func:`serve` runs one such server in this process, or with ``server.workers`` > 1 (``serve --workers N``)
+that many worker processes sharing one listening socket, under a supervisor that restarts a worker that
+dies, forwards SIGTERM and Ctrl-C to all of them (each drains as above) and exits 0 once all did. Each
+worker holds its own state: pools (``pool_max_size`` connections each), caches, rate limits, the in-flight
+and result bounds. Prometheus metrics are collected across workers through a directory of per-process
+files (``PROMETHEUS_MULTIPROC_DIR``; a temporary one the supervisor creates and removes when unset), so
+``/metrics`` answers the same totals whichever worker serves the scrape.
 """
 
 from __future__ import annotations
@@ -27,10 +35,17 @@ import asyncio
 import contextlib
 import json
 import math
+import multiprocessing
+import os
+import shutil
 import signal
 import socket
+import tempfile
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from multiprocessing.connection import wait
+from multiprocessing.process import BaseProcess
+from pathlib import Path
 from types import FrameType
 
 import uvicorn
@@ -40,7 +55,12 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from gateway import errors
 from gateway.api.middleware import Drain
 from gateway.api.problems import PROBLEM_JSON, TYPE_BASE
+from gateway.observability import metrics
+from gateway.observability.logging import configure_logging, get_logger
 from gateway.settings import Settings
+
+log = get_logger(__name__)
+AppFactory = Callable[[Settings], FastAPI]
 
 # How long idle kept-alive connections may take to send one more request once the drain has begun: a client
 # in the middle of a sequence of requests sends its next one well within it and gets a clean 503 with
@@ -121,9 +141,10 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 class DrainingServer(uvicorn.Server):
     """uvicorn's server, with the drain described in the module docstring and exit status 0 after it."""
 
-    def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
+    def __init__(self, config: uvicorn.Config, drain: Drain, early: list[int] | None = None) -> None:
         super().__init__(config)
         self.drain = drain
+        self.early = early if early is not None else []  # signals received before the handlers below
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.drain.start()  # at once, not at uvicorn's next tick: answers from now on close their connection
@@ -137,6 +158,8 @@ class DrainingServer(uvicorn.Server):
             yield
             return
         original = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        for sig in self.early:  # a worker told to stop while it was starting: start, then drain at once
+            self.handle_exit(sig, None)
         try:
             yield
         finally:
@@ -161,11 +184,125 @@ def bounded_protocol(settings: Settings) -> type[BoundedHttpProtocol]:
     })
 
 
-def run(app: FastAPI, settings: Settings) -> None:
-    """Serve ``app`` on ``server.host:server.port`` until SIGTERM or Ctrl-C, then drain and return."""
-    config = uvicorn.Config(
+def _config(app: FastAPI, settings: Settings) -> uvicorn.Config:
+    return uvicorn.Config(
         app, host=settings.server.host, port=settings.server.port, http=bounded_protocol(settings),
         log_config=None, access_log=False, timeout_graceful_shutdown=math.ceil(settings.server.drain_timeout_s),
     )
+
+
+def run(app: FastAPI, settings: Settings, sockets: list[socket.socket] | None = None,
+        early: list[int] | None = None) -> None:
+    """Serve ``app`` on ``server.host:server.port`` (or ``sockets``) until SIGTERM or Ctrl-C, then drain and
+    return. ``early``: signals that arrived before serving began (they stop the server once it started)."""
     drain = getattr(app.state, "drain", None) or Drain()
-    DrainingServer(config, drain).run()
+    DrainingServer(_config(app, settings), drain, early).run(sockets=sockets)
+
+
+def serve(settings: Settings, factory: AppFactory | None = None, workers: int | None = None) -> int:
+    """Serve the app ``factory(settings)`` builds (the gateway's by default) with ``workers`` processes
+    (``server.workers`` by default); return the exit status: 0 after a clean drain of every worker."""
+    if factory is None:
+        from gateway.api.app import create_app
+
+        factory = create_app
+    workers = settings.server.workers if workers is None else workers
+    if workers <= 1:
+        run(factory(settings), settings)
+        return 0
+    return Supervisor(settings, factory, workers).run()
+
+
+def _worker(settings: Settings, factory: AppFactory, sock: socket.socket) -> None:
+    """A worker process: its own app (and so its own Gateway, pools and caches) on the shared socket."""
+    early: list[int] = []  # SIGTERM while importing or building the app: drain once serving, exit 0
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda received, _frame: early.append(received))
+    configure_logging(settings.logging.level, settings.logging.json_logs)
+    run(factory(settings), settings, sockets=[sock], early=early)
+
+
+class Supervisor:
+    """Worker processes on one listening socket; see the module docstring."""
+
+    def __init__(self, settings: Settings, factory: AppFactory, workers: int) -> None:
+        self.settings = settings
+        self.factory = factory
+        self.workers = workers
+        self.stopping = False
+        self._context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited loop or pools
+
+    def run(self) -> int:
+        metrics_dir, owned = _multiprocess_dir()
+        config = _config(FastAPI(), self.settings)
+        sock = config.bind_socket()
+        sock.listen(config.backlog)  # connections wait in the backlog while the workers start
+        original = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        processes: list[BaseProcess] = []
+        try:
+            processes = [self._start(sock) for _ in range(self.workers)]
+            log.info("workers_started", workers=self.workers, pids=[p.pid for p in processes],
+                     host=self.settings.server.host, port=self.settings.server.port, metrics_dir=str(metrics_dir))
+            while not self.stopping:
+                wait([p.sentinel for p in processes], timeout=0.5)
+                for i, process in enumerate(processes):
+                    if not process.is_alive() and not self.stopping:
+                        # A worker that dies (a crash, the OOM killer) is replaced; its live gauges go.
+                        log.warning("worker_died", pid=process.pid, exitcode=process.exitcode)
+                        metrics.process_dead(process.pid)
+                        processes[i] = self._start(sock)
+            return self._drain(processes)
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+            sock.close()
+            if owned:
+                shutil.rmtree(metrics_dir, ignore_errors=True)
+
+    def _start(self, sock: socket.socket) -> BaseProcess:
+        process = self._context.Process(target=_worker, args=(self.settings, self.factory, sock),
+                                        name="nl2sql-gateway-worker")
+        process.start()
+        return process
+
+    def _stop(self, sig: int, frame: FrameType | None) -> None:
+        self.stopping = True
+
+    def _drain(self, processes: list[BaseProcess]) -> int:
+        """SIGTERM to every worker (each drains), wait for all; 0 when every one exited cleanly."""
+        for process in processes:
+            if process.is_alive() and process.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(process.pid, signal.SIGTERM)
+        grace = self.settings.server.drain_timeout_s + IDLE_GRACE_S + 10  # the lifespan closes pools too
+        status = 0
+        for process in processes:
+            process.join(timeout=grace)
+            if process.is_alive():
+                log.warning("worker_killed", pid=process.pid, after_s=grace)
+                process.kill()
+                process.join()
+            # -SIGTERM: the signal came before the worker could handle it (it was still importing the
+            # gateway), so it never served anything; any other status is a worker that failed.
+            if process.exitcode not in (0, -signal.SIGTERM):
+                status = 1
+            metrics.process_dead(process.pid)
+        log.info("workers_stopped", status=status)
+        return status
+
+
+def _multiprocess_dir() -> tuple[Path, bool]:
+    """The directory the workers' metrics go to, emptied; True when this process created it (and removes it).
+
+    Set before any worker starts: prometheus_client picks its multiprocess storage when it is imported."""
+    given = os.environ.get(metrics.MULTIPROC_ENV)
+    if given:
+        path = Path(given)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale in path.glob("*.db"):  # a previous run's counts must not add to this one's
+            if not stale.stem.endswith(f"_{os.getpid()}"):
+                stale.unlink()
+        return path, False
+    path = Path(tempfile.mkdtemp(prefix="nl2sql-metrics-"))
+    os.environ[metrics.MULTIPROC_ENV] = str(path)
+    return path, True

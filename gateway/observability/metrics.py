@@ -51,11 +51,28 @@ Feedback store and MAGIC
 - ``nl2sql_regeneration_runs_total{outcome}``: regeneration runs by outcome (activated, candidate, pending_review,
   rejected, no_change, locked, failed).
 - ``nl2sql_guideline_active_version``: the active stored guideline version (0 when none is active).
+
+With several worker processes (``serve --workers N``) every worker writes its values to files in
+``PROMETHEUS_MULTIPROC_DIR`` and ``/metrics`` sums counters and histograms over all of them. Gauges say how
+they combine (``multiprocess_mode``): per-process quantities (pools, requests in flight) are summed over the
+live workers, the breaker reports 1 when any worker's is open, and values every worker reads from the same
+place (store, rules) or keeps since it started (the pass ratios: exact ratios come from the counters) show
+the most recently set value.
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+import asyncio
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess
+from prometheus_client import generate_latest as _generate_latest
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+if os.environ.get(MULTIPROC_ENV):  # the values below are files in it from the moment they are declared
+    os.makedirs(os.environ[MULTIPROC_ENV], exist_ok=True)
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -68,16 +85,18 @@ DB_SECONDS = Histogram(
 )
 DB_ERRORS = Counter("nl2sql_db_errors_total", "Queries that failed, by problem code.", ["database", "code"])
 SAFETY_BLOCKS = Counter("nl2sql_safety_blocks_total", "Statements refused by the safety check.", ["code"])
-POOL_SIZE = Gauge("nl2sql_pool_size", "Connections open in the pool.", ["database"])
-POOL_IN_USE = Gauge("nl2sql_pool_in_use", "Connections checked out of the pool.", ["database"])
-POOL_MAX = Gauge("nl2sql_pool_max", "Most connections the pool may open (pool_max_size).", ["database"])
+POOL_SIZE = Gauge("nl2sql_pool_size", "Connections open in the pool.", ["database"], multiprocess_mode="livesum")
+POOL_IN_USE = Gauge("nl2sql_pool_in_use", "Connections checked out of the pool.", ["database"],
+                    multiprocess_mode="livesum")
+POOL_MAX = Gauge("nl2sql_pool_max", "Most connections the pool may open (pool_max_size).", ["database"],
+                 multiprocess_mode="livesum")
 
 RULES_RELOAD_ERRORS = Counter("nl2sql_rules_reload_errors_total",
                               "Rule reloads that kept the last good rules, by reason.", ["database", "reason"])
 
 ROLE_PRIVILEGE_PROBLEMS = Gauge("nl2sql_role_privilege_problems",
                                 "What a role may do beyond the rules (objects), by problem.",
-                                ["database", "role", "problem"])
+                                ["database", "role", "problem"], multiprocess_mode="mostrecent")
 
 ASK = Counter("nl2sql_ask_total", "Questions answered, by final status.", ["database", "status"])
 ATTEMPTS = Histogram(
@@ -86,8 +105,10 @@ ATTEMPTS = Histogram(
 REFLECTIONS = Counter("nl2sql_reflections_total", "Reflections by triggering finding.", ["database", "trigger"])
 FIRST_PASS = Counter("nl2sql_first_pass_total", "Questions whose first attempt passed.", ["database"])
 FINAL_PASS = Counter("nl2sql_final_pass_total", "Questions whose final attempt passed.", ["database"])
-FIRST_PASS_RATIO = Gauge("nl2sql_first_pass_ratio", "Share of questions passing on the first attempt.", ["database"])
-FINAL_PASS_RATIO = Gauge("nl2sql_final_pass_ratio", "Share of questions passing after reflection.", ["database"])
+FIRST_PASS_RATIO = Gauge("nl2sql_first_pass_ratio", "Share of questions passing on the first attempt.", ["database"],
+                         multiprocess_mode="mostrecent")
+FINAL_PASS_RATIO = Gauge("nl2sql_final_pass_ratio", "Share of questions passing after reflection.", ["database"],
+                         multiprocess_mode="mostrecent")
 CANDIDATE_SELECTIONS = Counter(
     "nl2sql_candidate_selections_total", "Questions answered with several candidates, by how one was chosen.",
     ["database", "selection"],
@@ -99,13 +120,54 @@ CANDIDATE_AGREEMENT = Histogram(
 LLM_CALLS = Counter("nl2sql_llm_calls_total", "LLM calls by purpose and outcome.", ["purpose", "outcome"])
 LLM_SECONDS = Histogram("nl2sql_llm_seconds", "LLM call latency.", ["purpose"], buckets=LATENCY_BUCKETS)
 LLM_TOKENS = Counter("nl2sql_llm_tokens_total", "LLM tokens by purpose and kind.", ["purpose", "kind"])
-LLM_BREAKER_OPEN = Gauge("nl2sql_llm_breaker_open", "1 while the LLM circuit breaker is open.")
+LLM_BREAKER_OPEN = Gauge("nl2sql_llm_breaker_open", "1 while the LLM circuit breaker is open.",
+                         multiprocess_mode="livemax")
 
-IN_FLIGHT = Gauge("nl2sql_in_flight", "Requests being served now (health and metrics excluded).")
+IN_FLIGHT = Gauge("nl2sql_in_flight", "Requests being served now (health and metrics excluded).",
+                  multiprocess_mode="livesum")
 REJECTED = Counter("nl2sql_rejected_total", "Requests shed by backpressure, by reason.", ["reason"])
 
 FEEDBACK = Counter("nl2sql_feedback_total", "Feedback received, by verdict.", ["database", "verdict"])
-FEEDBACK_ACCURACY = Gauge("nl2sql_feedback_accuracy_ratio", "Share of correct verdicts in feedback.", ["database"])
-CORRECTIONS_PENDING = Gauge("nl2sql_corrections_pending", "Corrections MAGIC has not processed yet.")
+FEEDBACK_ACCURACY = Gauge("nl2sql_feedback_accuracy_ratio", "Share of correct verdicts in feedback.", ["database"],
+                          multiprocess_mode="mostrecent")
+CORRECTIONS_PENDING = Gauge("nl2sql_corrections_pending", "Corrections MAGIC has not processed yet.",
+                            multiprocess_mode="mostrecent")
 REGENERATION_RUNS = Counter("nl2sql_regeneration_runs_total", "Guideline regeneration runs by outcome.", ["outcome"])
-GUIDELINE_ACTIVE_VERSION = Gauge("nl2sql_guideline_active_version", "Active stored guideline version (0: none).")
+GUIDELINE_ACTIVE_VERSION = Gauge("nl2sql_guideline_active_version", "Active stored guideline version (0: none).",
+                                 multiprocess_mode="mostrecent")
+
+
+def multiprocess_dir() -> str | None:
+    """The directory worker processes share their values through, or None in a single process."""
+    return os.environ.get(MULTIPROC_ENV) or None
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text ``/metrics`` serves and its content type: this process's registry, or every worker's values."""
+    if multiprocess_dir() is None:
+        return _generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    return _generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+def process_dead(pid: int | None) -> None:
+    """Drop a stopped worker's live gauges (its counters and histograms keep counting in the totals)."""
+    if pid is not None and multiprocess_dir() is not None:
+        multiprocess.mark_process_dead(pid)
+
+
+def observe_pools(targets: Iterable[Any]) -> None:
+    """Set the pool gauges from each target's pool (``gateway.execute.Target``)."""
+    for target in targets:
+        size, in_use = target.pool_stats()
+        POOL_SIZE.labels(target.name).set(size)
+        POOL_IN_USE.labels(target.name).set(in_use)
+        POOL_MAX.labels(target.name).set(target.settings.pool_max_size)
+
+
+async def refresh_pools(targets: Iterable[Any], every_s: float = 1.0) -> None:
+    """With several workers a scrape reaches one of them: the others keep their pool gauges fresh."""
+    while True:
+        observe_pools(targets)
+        await asyncio.sleep(every_s)

@@ -1,0 +1,254 @@
+"""Throughput of the gateway against its floors, all in one run, driven by ``wrk`` (a C client).
+
+    python bench/throughput.py [--rounds 5] [--duration 3] [--concurrency 16 64]
+
+Starts an embedded PostgreSQL with the demo database, then these servers on loopback, each in its own
+process(es):
+  bare    a bare Starlette POST endpoint under uvicorn (bench/floor_app.py:bare_app), the same JSON body;
+  no-op   the gateway's own empty POST route, same middleware, dependencies and body model
+          (bench/floor_app.py, served as ``serve`` serves: one process);
+  sql     ``POST /v1/sql`` on that same process: a BI query (a join with GROUP BY, 17 rows);
+  sql 2w  ``POST /v1/sql`` on the same app served by 2 worker processes (``serve --workers 2``);
+and a direct asyncpg pool (10 connections, asyncpg's defaults, its own process) running the same query in a
+READ ONLY transaction, as many at once as wrk has connections. Sides are interleaved round by round (A B A B
+...), each concurrency in turn; every wrk run uses one thread and a Lua script for the POST body, and any
+non-2xx answer aborts the benchmark. Prints medians over the rounds and the same-run ratios (medians of the
+per-round ratios): no-op / bare, sql / floor with floor = 1 / (1/bare + 1/direct) (bare HTTP plus the query),
+and 2 workers / 1 worker. Access control is off (loopback); the request log line goes to /dev/null.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.processes import wait_healthy  # noqa: E402
+
+DATABASE = "demo"
+# A BI query: products joined to their categories, grouped by category and whether discontinued (17 rows).
+QUERY = ("SELECT cat.name AS category, p.is_discontinued, count(*) AS products, avg(p.list_price) AS avg_price "
+         "FROM products p JOIN categories cat ON cat.category_id = p.category_id "
+         "GROUP BY cat.name, p.is_discontinued ORDER BY cat.name, p.is_discontinued")
+ROWS = 17
+BODY = json.dumps({"database": DATABASE, "sql": QUERY})
+POOL_SIZE = 10  # the gateway's default pool_max_size
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def process(args: list[str], env: dict[str, str], health: str) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen([*args, "--port", str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(base, 60) if health == "/healthz" else None
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def wrk(url: str, connections: int, duration: float, script: Path) -> float:
+    out = subprocess.run(["wrk", "-t1", "--timeout", "20s", f"-c{connections}", f"-d{max(1, round(duration))}s", "-s", str(script), url],
+                         capture_output=True, text=True, check=True).stdout
+    if "Non-2xx" in out or "Socket errors" in out:  # a refusal or a timeout is no throughput
+        raise SystemExit(f"wrk saw errors against {url}:\n{out}")
+    match = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    if match is None:
+        raise SystemExit(f"no throughput in wrk's output:\n{out}")
+    return float(match.group(1))
+
+
+def _direct_worker(dsn: str, conn: Connection) -> None:
+    """Runs in its own process: on ("run", concurrency, seconds) answer queries per second."""
+    import asyncpg
+
+    async def burst(pool: asyncpg.Pool, concurrency: int, seconds: float) -> float:
+        count = 0
+        until = time.perf_counter() + seconds
+
+        async def client() -> None:
+            nonlocal count
+            while time.perf_counter() < until:
+                async with pool.acquire() as c, c.transaction(readonly=True):
+                    rows = await c.fetch(QUERY)
+                assert len(rows) == ROWS, len(rows)
+                count += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client() for _ in range(concurrency)))
+        return count / (time.perf_counter() - started)
+
+    async def main() -> None:
+        pool = await asyncpg.create_pool(dsn, min_size=POOL_SIZE, max_size=POOL_SIZE)
+        conn.send("ready")
+        loop = asyncio.get_running_loop()
+        while True:
+            message = await loop.run_in_executor(None, conn.recv)
+            if message == "stop":
+                break
+            _, concurrency, seconds = message
+            conn.send(await burst(pool, concurrency, seconds))
+        await pool.close()
+
+    import uvloop
+
+    uvloop.run(main())
+
+
+class Direct:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def run(self, concurrency: int, seconds: float) -> float:
+        self.conn.send(("run", concurrency, seconds))
+        return float(self.conn.recv())
+
+
+@contextmanager
+def direct_client(dsn: str) -> Iterator[Direct]:
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_direct_worker, args=(dsn, child), daemon=True)
+    proc.start()
+    try:
+        assert parent.recv() == "ready"
+        yield Direct(parent)
+    finally:
+        parent.send("stop")
+        proc.join(timeout=10)
+
+
+def lua_script(directory: Path) -> Path:
+    path = directory / "post.lua"
+    path.write_text('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+                    f"wrk.body = {json.dumps(BODY)}\n")
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--duration", type=int, default=3, help="seconds per wrk run")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
+    parser.add_argument("--only", nargs="+", default=None, help="measure only these sides (e.g. noop sql)")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+
+    from gateway.demo.embedded import EmbeddedPostgres
+    from gateway.demo.generator import ensure_demo_database
+
+    tmp = Path(tempfile.mkdtemp(prefix="nl2sql-throughput-"))
+    server = EmbeddedPostgres(tmp / "pg", durable=False)
+    server.start()
+    try:
+        dsn = asyncio.run(ensure_demo_database(server.admin_dsn))
+        env = {**os.environ, "NL2SQL_DATABASES__DEMO__DSN": dsn, "NL2SQL_AUTH__ENABLED": "false",
+               "NL2SQL_LOGGING__LEVEL": "INFO"}
+        env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        env.pop("NL2SQL_CONFIG", None)
+        script = lua_script(tmp)
+        python = sys.executable
+        with ExitStack() as stack:
+            bare = stack.enter_context(process(
+                [python, "-m", "uvicorn", "--factory", "bench.floor_app:bare_app", "--host", "127.0.0.1",
+                 "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
+                env, "/healthz"))
+            one = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "1"], env, "/healthz"))
+            two = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "2"], env, "/healthz"))
+            direct = stack.enter_context(direct_client(dsn))
+            sides = {
+                "bare": lambda c, d: wrk(bare + "/bench/bare", c, d, script),
+                "noop": lambda c, d: wrk(one + "/bench/floor", c, d, script),
+                "sql": lambda c, d: wrk(one + "/v1/sql", c, d, script),
+                "sql2w": lambda c, d: wrk(two + "/v1/sql", c, d, script),
+                "direct": lambda c, d: direct.run(c, d),
+            }
+            if args.only:
+                sides = {k: v for k, v in sides.items() if k in args.only}
+            for side in sides.values():  # warm-up: pools, caches, both workers
+                side(max(args.concurrency), 1.0)
+            samples: dict[tuple[str, int], list[float]] = {}
+            for r in range(args.rounds):
+                for c in args.concurrency:
+                    for name, side in sides.items():
+                        samples.setdefault((name, c), []).append(side(c, args.duration))
+                print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+        report(samples, args.concurrency, args.rounds)
+    finally:
+        server.destroy()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+LABELS = {
+    "bare": "bare Starlette POST endpoint (uvicorn)",
+    "noop": "gateway no-op POST (/bench/floor), 1 process",
+    "sql": "POST /v1/sql, 1 process",
+    "sql2w": "POST /v1/sql, 2 workers",
+    "direct": "direct asyncpg pool, READ ONLY transaction",
+}
+
+
+def report(samples: dict[tuple[str, int], list[float]], concurrencies: list[int], rounds: int) -> None:
+    print(f"\n{rounds} interleaved rounds, wrk -t1; medians; {os.cpu_count()} cores shared by client, server "
+          "and database\n")
+    print(f"| side | {' | '.join(f'c={c} req/s | per request' for c in concurrencies)} |")
+    print("|---|" + "---|---|" * len(concurrencies))
+    names = sorted({n for n, _ in samples}, key=list(LABELS).index)
+    for name in names:
+        cells = []
+        for c in concurrencies:
+            value = statistics.median(samples[(name, c)])
+            cells.append(f"{value:,.0f} | {1000 / value:.3f} ms")
+        print(f"| {LABELS[name]} | {' | '.join(cells)} |")
+    print()
+
+    def ratio(label: str, num: str, den: str | None, floor: bool = False) -> None:
+        parts = []
+        for c in concurrencies:
+            if (num, c) not in samples or (den is not None and (den, c) not in samples):
+                return
+            if floor:
+                if ("bare", c) not in samples or ("direct", c) not in samples:
+                    return
+                per_round = [s / (1 / (1 / b + 1 / d)) for s, b, d in
+                             zip(samples[(num, c)], samples[("bare", c)], samples[("direct", c)], strict=True)]
+            else:
+                per_round = [n / d for n, d in zip(samples[(num, c)], samples[(den, c)], strict=True)]  # type: ignore[index]
+            parts.append(f"c={c}: {statistics.median(per_round):.2f}")
+        print(f"- {label}: {', '.join(parts)}")
+
+    ratio("no-op / bare", "noop", "bare")
+    ratio("/v1/sql (1 process) / floor, floor = 1/(1/bare + 1/direct)", "sql", None, floor=True)
+    ratio("/v1/sql 2 workers / 1 process", "sql2w", "sql")
+    ratio("/v1/sql (1 process) / direct", "sql", "direct")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""`serve --workers 2` as real processes: both workers serve one port, /metrics adds up every worker's counts
+whichever worker answers the scrape, and SIGTERM drains all of them, exit status 0."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+from pathlib import Path
+
+import httpx
+import psutil
+from prometheus_client import CollectorRegistry, multiprocess
+
+from tests.serving import start_serve
+
+ENDPOINT = "/v1/databases"
+
+
+def _workers(pid: int) -> list[int]:
+    return [c.pid for c in psutil.Process(pid).children() if "spawn_main" in " ".join(c.cmdline())]
+
+
+def _served_by(metrics_dir: Path, pid: int, tmp: Path) -> float:
+    """Requests to ENDPOINT counted by one worker alone (its own file, collected on its own)."""
+    alone = tmp / f"alone-{pid}"
+    alone.mkdir(parents=True)
+    for file in metrics_dir.glob(f"counter_{pid}.db"):
+        shutil.copy(file, alone / file.name)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(alone))
+    return _count(registry.collect())
+
+
+def _count(families) -> float:  # type: ignore[no-untyped-def]
+    return sum(s.value for f in families for s in f.samples
+               if s.name == "nl2sql_requests_total" and s.labels.get("endpoint") == ENDPOINT)
+
+
+def _scraped(text: str) -> float:
+    pattern = rf'^nl2sql_requests_total{{endpoint="{re.escape(ENDPOINT)}",status="200"}} (\S+)$'
+    match = re.search(pattern, text, re.M)
+    assert match, text
+    return float(match.group(1))
+
+
+def test_two_workers_serve_one_port_and_metrics_add_up(demo_dsn: str, tmp_path: Path) -> None:
+    metrics_dir = tmp_path / "prometheus"
+    env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false",
+           "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60)
+    try:
+        workers = _workers(proc.pid)
+        assert len(workers) == 2
+        sent = 0
+        per_worker = dict.fromkeys(workers, 0.0)
+        # Each request on a new connection: the kernel hands connections to whichever worker accepts first.
+        while sent < 400 and (sent < 20 or not all(per_worker.values())):
+            assert httpx.get(base + ENDPOINT, timeout=30).status_code == 200
+            sent += 1
+            if sent % 20 == 0:
+                per_worker = {pid: _served_by(metrics_dir, pid, tmp_path / str(sent)) for pid in workers}
+        assert all(per_worker.values()), f"one worker served all {sent} requests: {per_worker}"
+        assert sum(per_worker.values()) == sent
+        # Every scrape, answered by one worker or the other, reports what both served.
+        for _ in range(6):
+            assert _scraped(httpx.get(base + "/metrics", timeout=30).text) == sent
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr
+
+
+def test_sigterm_drains_every_worker_and_removes_the_metrics_dir(demo_dsn: str, tmp_path: Path) -> None:
+    env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false",
+           "NL2SQL_LOGGING__JSON_LOGS": "true"}
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60,
+                             unset=("PROMETHEUS_MULTIPROC_DIR",))
+    workers = _workers(proc.pid)
+    assert len(workers) == 2
+    assert httpx.post(base + "/v1/sql", json={"database": "demo", "sql": "SELECT count(*) FROM regions"},
+                      timeout=30).status_code == 200
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+                   for pid in workers)
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    started = next(line for line in lines if line["event"] == "workers_started")
+    assert sorted(started["pids"]) == sorted(workers)
+    # Every worker that started its lifespan ran it to the end (pools closed), even one still starting when
+    # the signal came; the supervisor saw them all exit cleanly.
+    started_apps = sum(line["event"] == "Application startup complete." for line in lines)
+    assert started_apps >= 1
+    assert sum(line["event"] == "Application shutdown complete." for line in lines) == started_apps
+    assert any(line["event"] == "workers_stopped" and line["status"] == 0 for line in lines)
+    assert not Path(started["metrics_dir"]).exists()  # the supervisor's own directory is removed
