@@ -359,17 +359,23 @@ class Gateway:
         column or value is never matched nor returned.
         """
         principal.check_database(database)
-        return await search_schema(self.state, database, query, limit=limit)
+        state = self.state
+        return await search_schema(state.schemas, state.settings.context, state.target(database),
+                                   state.ruleset(database), query, limit=limit)
 
     async def rules_summary(self, database: str, *, principal: Principal = ANONYMOUS) -> str:
         """The DBA's notes and instructions for ``database`` as the LLM reads them (hidden names redacted)."""
         principal.check_database(database)
-        return await rules_summary(self.state, database)
+        state = self.state
+        return await rules_summary(state.schemas, state.settings.context, state.target(database),
+                                   state.ruleset(database))
 
     async def active_guideline(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """The guideline questions on ``database`` use now: ``{"database", "version", "text"}``."""
         principal.check_database(database)
-        return await active_guideline(self.state, database)
+        state = self.state
+        return await active_guideline(state.schemas, state.settings.context, state.target(database),
+                                      state.ruleset(database), state.guidelines)
 
     async def answer(self, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
         """:meth:`ask`, plus what ``POST /v1/ask`` does around it: the answer is audited in the store before

@@ -19,41 +19,37 @@ from gateway.context.values import match_values
 from gateway.context.words import keywords, phrases, words
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from gateway.context.cache import SchemaCache
+    from gateway.context.sources import GuidelineSource
+    from gateway.execute import Target
+    from gateway.rules import RuleSet
+    from gateway.settings import ContextSettings
 
 
-async def rules_summary(state: GatewayState, database: str) -> str:
+async def rules_summary(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet) -> str:
     """The DBA's notes, instructions and required conditions for every visible table, as the LLM reads them
     (hidden names redacted)."""
-    prepared = await _prepared(state, database)
+    prepared = _prepare(await schemas.get(target, rules), rules, settings.sample_values)
     return render_rules(prepared.rules, [t.qualified_name for t in prepared.schema.tables], prepared.redact)
 
 
-async def active_guideline(state: GatewayState, database: str) -> dict[str, Any]:
-    """``{"version", "text"}`` of the guideline questions on ``database`` use now, hidden names redacted."""
-    prepared = await _prepared(state, database)
-    guideline = await state.guidelines.active(database)
-    return {"database": database, "version": guideline.version, "text": prepared.redact.clean(guideline.text)}
+async def active_guideline(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet,
+                           guidelines: GuidelineSource) -> dict[str, Any]:
+    """``{"version", "text"}`` of the guideline questions on ``target`` use now, hidden names redacted."""
+    prepared = _prepare(await schemas.get(target, rules), rules, settings.sample_values)
+    guideline = await guidelines.active(target.name)
+    return {"database": target.name, "version": guideline.version, "text": prepared.redact.clean(guideline.text)}
 
 
-async def _prepared(state: GatewayState, database: str) -> Any:
-    target = state.target(database)
-    rules = state.ruleset(database)
-    snapshot = await state.schemas.get(target, rules)
-    return _prepare(snapshot, rules, state.settings.context.sample_values)
-
-
-async def search_schema(state: GatewayState, database: str, query: str, *, limit: int = 20) -> dict[str, Any]:
+async def search_schema(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet,
+                        query: str, *, limit: int = 20) -> dict[str, Any]:
     """``{"tables": [...], "columns": [...], "values": [...]}`` matching the words of ``query``.
 
     Tables and columns match when a word is part of their name or their (redacted) comment; values match
     stored values of low-cardinality text columns as the question pipeline's value hints do (pg_trgm when
     installed, else difflib). Each list holds at most ``limit`` entries.
     """
-    settings = state.settings.context
-    target = state.target(database)
-    rules = state.ruleset(database)
-    snapshot = await state.schemas.get(target, rules)
+    snapshot = await schemas.get(target, rules)
     prepared = _prepare(snapshot, rules, settings.sample_values)
     wanted = sorted(keywords(query))  # lower case, plural endings off, no stop words
     clean = prepared.redact.clean
@@ -80,5 +76,5 @@ async def search_schema(state: GatewayState, database: str, query: str, *, limit
                                settings.value_match_threshold, limit)
     values = [{"table": h.table, "column": h.column, "value": h.value, "matched": h.phrase, "score": h.score}
               for h in hints]
-    return {"database": database, "tables": tables[:limit], "columns": columns[:limit],
+    return {"database": target.name, "tables": tables[:limit], "columns": columns[:limit],
             "values": values}
