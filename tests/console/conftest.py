@@ -72,7 +72,8 @@ def _script(llm: ScriptedLLM) -> None:
     def answer(req: LLMRequest) -> str | None:
         text = req.last_user
         for question, sql in GOLD.items():
-            if question in text:
+            # The question being asked, not one quoted from an earlier turn of the conversation.
+            if f"## Question\n{question}" in text:
                 if question == REFLECTED and question not in seen:
                     seen.add(question)
                     return "<sql>SELECT r.region_name, count(*) AS orders FROM regions r GROUP BY 1</sql>"
