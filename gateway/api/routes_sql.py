@@ -10,17 +10,14 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response, StreamingResponse
 
 from gateway import errors
-from gateway.api.deps import get_state
+from gateway.api.deps import get_gateway
 from gateway.api.disconnect import cancel_on_disconnect
 from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, SqlRequest, SqlResponse
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.client_sql import check_sql, run_client_sql, verdict_view
 from gateway.execute import QueryResult, values
-from gateway.execute.introspect import introspect
-from gateway.rules import visible_schema
-from gateway.state import GatewayState
+from gateway.service import Gateway
 
 router = APIRouter(prefix="/v1", tags=["sql"])
 
@@ -41,12 +38,11 @@ AUTH = (errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable)  # see g
                                 errors.QueryError, errors.CostTooHigh, errors.ResultTooLarge, errors.StatementTimeout,
                                 errors.Overloaded, errors.PoolExhausted, errors.DatabaseUnavailable),
 )
-async def post_sql(body: SqlRequest, request: Request, state: GatewayState = Depends(get_state),
+async def post_sql(body: SqlRequest, request: Request, gateway: Gateway = Depends(get_gateway),
                    principal: Principal = Depends(authorize)) -> Response:
-    principal.check_database(body.database)
     # A client that leaves gets its query cancelled and its pool connection back within moments.
     outcome = await cancel_on_disconnect(
-        request, run_client_sql(state, body.database, body.sql, body.max_rows, role=principal.pg_role))
+        request, gateway.sql(body.database, body.sql, max_rows=body.max_rows, principal=principal))
     result = outcome.result
     head = {
         "database": body.database,
@@ -91,24 +87,18 @@ async def _stream_json(head: dict[str, Any], result: QueryResult, tail: dict[str
     "A blocked statement is a normal 200 answer here, not an error.",
     responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase),
 )
-async def post_check(body: CheckRequest, request: Request, state: GatewayState = Depends(get_state),
+async def post_check(body: CheckRequest, request: Request, gateway: Gateway = Depends(get_gateway),
                      principal: Principal = Depends(authorize)) -> Response:
-    if body.database is not None:
-        principal.check_database(body.database)
-    verdict = check_sql(state, body.sql, body.database)
-    payload = {"verdict": verdict_view(state, verdict, body.database), "request_id": request.state.request_id}
+    verdict = gateway.check(body.sql, body.database, principal=principal)
+    payload = {"verdict": verdict, "request_id": request.state.request_id}
     return Response(json.dumps(payload), media_type="application/json")
 
 
 @router.get("/databases", response_model=DatabasesResponse, summary="List the target databases",
             description="Only the databases the caller's API key may use.", responses=openapi_responses(*AUTH))
-async def get_databases(state: GatewayState = Depends(get_state),
+async def get_databases(gateway: Gateway = Depends(get_gateway),
                         principal: Principal = Depends(authorize)) -> DatabasesResponse:
-    return DatabasesResponse.model_validate({"databases": [
-        {"name": t.name, "description": t.settings.description, "max_rows": t.settings.limits.max_rows,
-         "statement_timeout_ms": t.settings.limits.statement_timeout_ms}
-        for t in state.targets.by_name.values() if principal.may_use(t.name)
-    ]})
+    return DatabasesResponse.model_validate({"databases": gateway.databases(principal)})
 
 
 @router.get(
@@ -118,10 +108,7 @@ async def get_databases(state: GatewayState = Depends(get_state),
     "Tables and columns that the database's rules hide are left out.",
     responses=openapi_responses(*AUTH, errors.UnknownDatabase, errors.DatabaseUnavailable),
 )
-async def get_schema(name: str, state: GatewayState = Depends(get_state),
+async def get_schema(name: str, gateway: Gateway = Depends(get_gateway),
                      principal: Principal = Depends(authorize)) -> Response:
-    principal.check_database(name)
-    target = state.target(name)
-    schema = visible_schema(await introspect(target), state.ruleset(name))
-    data = schema.as_dict()
-    return Response(json.dumps(data, default=str), media_type="application/json")
+    schema = await gateway.schema(name, principal=principal)
+    return Response(json.dumps(schema, default=str), media_type="application/json")
