@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from gateway.context.model import ValueHint
 from gateway.execute import Target
@@ -19,12 +20,31 @@ from gateway.execute import samples as sample_queries
 NEAR_BEST = 0.1
 
 
+@dataclass(frozen=True, slots=True)
+class ValueIndex:
+    """The sampled values, deduplicated and sorted, and where each is stored: the same for every question
+    until the schema snapshot or the rules change, so the context stage builds it once per snapshot."""
+
+    distinct: list[str]
+    where: dict[str, list[tuple[str, str]]]
+
+    @classmethod
+    def of(cls, values: dict[tuple[str, str], list[str]]) -> ValueIndex:
+        where: dict[str, list[tuple[str, str]]] = {}
+        for (table, column), found in values.items():
+            for value in found:
+                where.setdefault(value, []).append((table, column))
+        return cls(sorted(where), where)
+
+
 async def match_values(target: Target | None, trgm_schema: str | None, phrases: Sequence[str],
-                       values: dict[tuple[str, str], list[str]], threshold: float, limit: int) -> list[ValueHint]:
+                       values: dict[tuple[str, str], list[str]] | ValueIndex, threshold: float,
+                       limit: int) -> list[ValueHint]:
     """The best hints, highest score first, at most one per stored value and at most ``limit``."""
-    if not phrases or not values or limit <= 0:
+    index = values if isinstance(values, ValueIndex) else ValueIndex.of(values)
+    if not phrases or not index.distinct or limit <= 0:
         return []
-    distinct = sorted({v for found in values.values() for v in found})
+    distinct, where = index.distinct, index.where
     if target is not None and trgm_schema is not None:
         scores = await sample_queries.trigram_scores(target, trgm_schema, phrases, distinct, threshold)
     else:
@@ -32,10 +52,6 @@ async def match_values(target: Target | None, trgm_schema: str | None, phrases: 
     best_for_phrase: dict[int, float] = {}
     for p, _, score in scores:
         best_for_phrase[p] = max(best_for_phrase.get(p, 0.0), score)
-    where: dict[str, list[tuple[str, str]]] = {}
-    for (table, column), found in values.items():
-        for value in found:
-            where.setdefault(value, []).append((table, column))
     best: dict[tuple[str, str, str], ValueHint] = {}
     for p, v, score in scores:
         if score < best_for_phrase[p] - NEAR_BEST:
