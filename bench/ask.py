@@ -15,7 +15,10 @@ HTTP through the openai SDK).
    through the openai SDK (the floor: what the LLM server and the client stack cost at that concurrency),
    (b) the context stage alone for N concurrent questions and (c) N concurrent one-attempt questions
    through ``POST /v1/ask``. If nothing serializes, (c) takes about one LLM delay plus the CPU that N
-   questions need, most of which (b) shows to be the context stage.
+   questions need, most of which (b) shows to be the context stage. The ``cpu`` column is this process's
+   CPU seconds for the step (client, gateway and SDK; not the LLM server's or PostgreSQL's): when the wall
+   is about one LLM delay plus that, the path is CPU-bound, not waiting on a limit. ``--slow-only`` runs
+   only this part.
 """
 
 from __future__ import annotations
