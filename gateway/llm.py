@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import httpx2  # the openai SDK's HTTP client (its dependency): its pool limits
 import openai
 
 from gateway import deadline as request_deadline
@@ -34,6 +35,7 @@ log = get_logger(__name__)
 
 BACKOFF_BASE_S = 0.25
 BACKOFF_MAX_S = 4.0
+SPARE_CONNECTIONS = 2  # beyond llm.max_concurrency: the readiness probe (GET /models) skips the queue
 MIN_CALL_S = 0.05  # below this much time left, a call cannot succeed: give up instead of trying
 
 
@@ -249,7 +251,15 @@ async def open_llm(settings: LLMSettings) -> AsyncIterator[LLMClient | None]:
         yield None
         return
     key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"  # local servers need none
-    client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0)
+    # The connection pool follows the semaphore: every admitted call gets a connection at once, and the
+    # connections of a burst stay open for the next one. With the SDK's defaults (100 kept alive) a burst
+    # above 100 calls closes the rest when it ends and reconnects them on the next burst.
+    http = openai.DefaultAsyncHttpx2Client(limits=httpx2.Limits(
+        max_connections=settings.max_concurrency + SPARE_CONNECTIONS,
+        max_keepalive_connections=settings.max_concurrency,
+    ), timeout=settings.timeout_s)
+    client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0,
+                                http_client=http)
     llm = LLMClient(settings, client)
     try:
         yield llm

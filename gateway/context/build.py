@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from gateway.context.cache import SchemaCache, SchemaSnapshot
 from gateway.context.model import Context, estimate_tokens
-from gateway.context.prune import Rendered, neighbours, score_tables, select
+from gateway.context.prune import Rendered, TableWords, neighbours, score_tables, select, table_words
 from gateway.context.render import Redactor, render_rules, render_table
 from gateway.context.sources import ExamplesSource, GuidelineSource
-from gateway.context.values import match_values
+from gateway.context.values import ValueIndex, match_values
 from gateway.context.words import keywords, phrases
 from gateway.execute.introspect import Schema
 from gateway.rules.model import RuleSet
@@ -49,6 +49,8 @@ class _Prepared:
     values: dict[tuple[str, str], list[str]]
     rendered: list[Rendered]
     adjacency: dict[str, set[str]]
+    value_index: ValueIndex
+    words: dict[str, TableWords]
 
 
 def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _Prepared:
@@ -68,7 +70,8 @@ def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _P
         # +1: the blank line between tables, so the joined text stays within the budget too
         rendered.append(Rendered(table.qualified_name, full, compact, estimate_tokens(full) + 1,
                                  estimate_tokens(compact) + 1))
-    prepared = _Prepared(rules, sample_values, schema, redact, values, rendered, neighbours(schema.tables))
+    prepared = _Prepared(rules, sample_values, schema, redact, values, rendered, neighbours(schema.tables),
+                         ValueIndex.of(values), table_words(schema.tables, values, rules.table_descriptions))
     snapshot.prepared = prepared
     return prepared
 
@@ -79,14 +82,13 @@ async def build_context(sources: Sources, settings: ContextSettings, target: Tar
     database = target.name
     snapshot = await sources.schemas.get(target, rules)
     prepared = _prepare(snapshot, rules, settings.sample_values)
-    schema, redact, values, rendered = prepared.schema, prepared.redact, prepared.values, prepared.rendered
+    redact, rendered = prepared.redact, prepared.rendered
 
     text = question if not evidence else f"{question}\n{evidence}"
-    hints = await match_values(target, snapshot.trgm_schema, phrases(text), values,
+    hints = await match_values(target, snapshot.trgm_schema, phrases(text), prepared.value_index,
                                settings.value_match_threshold, settings.max_value_hints)
 
-    scores = score_tables(schema.tables, keywords(text), values, rules.table_descriptions,
-                          {h.table for h in hints})
+    scores = score_tables(prepared.words, keywords(text), {h.table for h in hints})
     chosen = select(rendered, scores, prepared.adjacency, settings.token_budget)
     by_name = {r.name: r for r in rendered}
     kept = [name for name, _ in chosen]

@@ -30,22 +30,39 @@ class Rendered:
     compact_tokens: int
 
 
-def score_tables(tables: Iterable[TableInfo], question_words: set[str],
-                 values: dict[tuple[str, str], list[str]], descriptions: dict[str, str],
-                 hinted: set[str]) -> dict[str, float]:
-    scores: dict[str, float] = {}
+@dataclass(frozen=True, slots=True)
+class TableWords:
+    """A table's words that do not depend on the question: worked out once per schema snapshot and rules."""
+
+    name: frozenset[str]
+    columns: frozenset[str]
+    text: frozenset[str]  # comments and the DBA's description
+    sampled: frozenset[str]  # sample values
+
+
+def table_words(tables: Iterable[TableInfo], values: dict[tuple[str, str], list[str]],
+                descriptions: dict[str, str]) -> dict[str, TableWords]:
+    out: dict[str, TableWords] = {}
     for table in tables:
-        score = 3.0 * len(question_words & name_words(table.name))
         column_words = set().union(*(name_words(c.name) for c in table.columns)) if table.columns else set()
-        score += 2.0 * len(question_words & column_words)
         text = " ".join([table.comment or "", descriptions.get(table.name, "")]
                         + [c.comment or "" for c in table.columns])
-        score += 1.0 * len(question_words & keywords(text))
         sampled = " ".join(v for c in table.columns for v in values.get((table.qualified_name, c.name), ()))
-        score += 2.0 * len(question_words & keywords(sampled))
-        if table.qualified_name in hinted:
+        out[table.qualified_name] = TableWords(frozenset(name_words(table.name)), frozenset(column_words),
+                                               frozenset(keywords(text)), frozenset(keywords(sampled)))
+    return out
+
+
+def score_tables(words: dict[str, TableWords], question_words: set[str], hinted: set[str]) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for name, table in words.items():
+        score = 3.0 * len(question_words & table.name)
+        score += 2.0 * len(question_words & table.columns)
+        score += 1.0 * len(question_words & table.text)
+        score += 2.0 * len(question_words & table.sampled)
+        if name in hinted:
             score += 4.0
-        scores[table.qualified_name] = score
+        scores[name] = score
     return scores
 
 

@@ -72,7 +72,7 @@ async def search_schema(schemas: SchemaCache, settings: ContextSettings, target:
                 columns.append({"table": table.qualified_name, "column": column.name, "type": column.type,
                                 "comment": column_comment})
     candidates = list(dict.fromkeys([*phrases(query), *(w for w in words(query) if len(w) > 2)]))
-    hints = await match_values(target, snapshot.trgm_schema, candidates, prepared.values,
+    hints = await match_values(target, snapshot.trgm_schema, candidates, prepared.value_index,
                                settings.value_match_threshold, limit)
     values = [{"table": h.table, "column": h.column, "value": h.value, "matched": h.phrase, "score": h.score}
               for h in hints]

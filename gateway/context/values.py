@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from gateway.context.model import ValueHint
 from gateway.execute import Target
@@ -17,25 +18,45 @@ from gateway.execute import samples as sample_queries
 # Keep, for each phrase, only the values nearly as good as its best one: 'north america' should not
 # also suggest 'South America' just because both clear the threshold.
 NEAR_BEST = 0.1
+# Phrases whose pg_trgm matches a value index remembers (then it starts over): questions repeat their
+# phrases ('north america', 'last month'), and the scores only change with the values, i.e. the snapshot.
+PHRASES_KEPT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ValueIndex:
+    """The sampled values, deduplicated and sorted, and where each is stored: the same for every question
+    until the schema snapshot or the rules change, so the context stage builds it once per snapshot."""
+
+    distinct: list[str]
+    where: dict[str, list[tuple[str, str]]]
+    # (phrase, threshold) -> (value index, similarity) pairs at or above the threshold, from pg_trgm
+    scored: dict[tuple[str, float], list[tuple[int, float]]] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, values: dict[tuple[str, str], list[str]]) -> ValueIndex:
+        where: dict[str, list[tuple[str, str]]] = {}
+        for (table, column), found in values.items():
+            for value in found:
+                where.setdefault(value, []).append((table, column))
+        return cls(sorted(where), where)
 
 
 async def match_values(target: Target | None, trgm_schema: str | None, phrases: Sequence[str],
-                       values: dict[tuple[str, str], list[str]], threshold: float, limit: int) -> list[ValueHint]:
+                       values: dict[tuple[str, str], list[str]] | ValueIndex, threshold: float,
+                       limit: int) -> list[ValueHint]:
     """The best hints, highest score first, at most one per stored value and at most ``limit``."""
-    if not phrases or not values or limit <= 0:
+    index = values if isinstance(values, ValueIndex) else ValueIndex.of(values)
+    if not phrases or not index.distinct or limit <= 0:
         return []
-    distinct = sorted({v for found in values.values() for v in found})
+    distinct, where = index.distinct, index.where
     if target is not None and trgm_schema is not None:
-        scores = await sample_queries.trigram_scores(target, trgm_schema, phrases, distinct, threshold)
+        scores = await _trigram_scores(index, target, trgm_schema, phrases, threshold)
     else:
         scores = python_scores(phrases, distinct, threshold)
     best_for_phrase: dict[int, float] = {}
     for p, _, score in scores:
         best_for_phrase[p] = max(best_for_phrase.get(p, 0.0), score)
-    where: dict[str, list[tuple[str, str]]] = {}
-    for (table, column), found in values.items():
-        for value in found:
-            where.setdefault(value, []).append((table, column))
     best: dict[tuple[str, str, str], ValueHint] = {}
     for p, v, score in scores:
         if score < best_for_phrase[p] - NEAR_BEST:
@@ -49,6 +70,23 @@ async def match_values(target: Target | None, trgm_schema: str | None, phrases: 
                 best[key] = hint
     ranked = sorted(best.values(), key=lambda h: (-h.score, h.table, h.column, h.value))
     return ranked[:limit]
+
+
+async def _trigram_scores(index: ValueIndex, target: Target, trgm_schema: str, phrases: Sequence[str],
+                          threshold: float) -> list[tuple[int, int, float]]:
+    """pg_trgm's scores, one round trip for the phrases the index has not scored yet (none when all are)."""
+    known = {p: index.scored[(p, threshold)] for p in phrases if (p, threshold) in index.scored}
+    missing = [p for p in dict.fromkeys(phrases) if p not in known]
+    if missing:
+        found = await sample_queries.trigram_scores(target, trgm_schema, missing, index.distinct, threshold)
+        fresh: dict[str, list[tuple[int, float]]] = {p: [] for p in missing}
+        for p, v, score in found:
+            fresh[missing[p]].append((v, score))
+        if len(index.scored) + len(fresh) > PHRASES_KEPT:
+            index.scored.clear()
+        index.scored.update(((p, threshold), hits) for p, hits in fresh.items())
+        known.update(fresh)
+    return [(i, v, score) for i, p in enumerate(phrases) for v, score in known[p]]
 
 
 def python_scores(phrases: Sequence[str], values: Sequence[str], threshold: float) -> list[tuple[int, int, float]]:

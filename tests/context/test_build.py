@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.context import Example, Guideline, build_context, estimate_tokens
-from gateway.context.values import match_values
+from gateway.context.values import ValueIndex, match_values
 
 HIDING = """\
 tables:
@@ -129,6 +129,21 @@ async def test_value_matching_without_pg_trgm_uses_python(make_state) -> None:  
         assert ("regions", "name", "North America") in found, (trgm, hints)
         assert ("customers", "segment", "Enterprise") in found, (trgm, hints)
         assert ("orders", "channel", "mobile") in found, (trgm, hints)
+
+
+async def test_remembered_value_scores_are_the_fresh_ones(make_state) -> None:  # type: ignore[no-untyped-def]
+    state = await make_state()
+    target = state.target("demo")
+    snapshot = await state.schemas.get(target, state.ruleset("demo"))
+    index = ValueIndex.of(snapshot.values)
+    await match_values(target, snapshot.trgm_schema, ["nord america", "enterprize"], index, 0.45, 8)
+    assert ("nord america", 0.45) in index.scored and ("mobil", 0.45) not in index.scored
+    # Known phrases in other positions next to a new one; another threshold is scored afresh.
+    for phrases, threshold in ((["mobil", "enterprize", "nord america"], 0.45), (["nord america", "mobil"], 0.3)):
+        remembered = await match_values(target, snapshot.trgm_schema, phrases, index, threshold, 8)
+        fresh = await match_values(target, snapshot.trgm_schema, phrases, snapshot.values, threshold, 8)
+        assert remembered == fresh and remembered, (phrases, remembered, fresh)
+        assert all((p, threshold) in index.scored for p in phrases)
 
 
 async def test_schema_cache_refreshes_after_its_ttl(make_state, demo_admin_dsn: str) -> None:  # type: ignore[no-untyped-def]
