@@ -72,7 +72,9 @@ async def audit_answer(store: Store | None, answer: Any, evidence: str | None = 
         return
     try:
         async with asyncio.timeout(AUDIT_TIMEOUT_S):
-            await audit.record(store.pool, _audit_entry(answer, evidence))
+            if not await audit.record(store.pool, _audit_entry(answer, evidence)):
+                # A reused id keeps its first answer; feedback on this one would apply to that one.
+                log.warning("audit_request_id_reused", request_id=answer.request_id)
     except Exception as exc:  # noqa: BLE001 - see the docstring
         log.warning("audit_not_recorded", request_id=answer.request_id, error=repr(exc))
 

@@ -21,21 +21,24 @@ class AuditEntry:
     guideline_version: str | None = None
 
 
-async def record(db: Db, entry: AuditEntry) -> None:
-    """Insert the entry; a retried request with the same id overwrites its earlier row."""
-    await db.execute(
+async def record(db: Db, entry: AuditEntry) -> bool:
+    """Insert the entry; False when its request id is already audited.
+
+    The first answer under an id keeps it: a client may choose its request id (``X-Request-Id``, for trace
+    propagation), so letting a later request overwrite the row would let one client replace another's
+    audited question and SQL, which that client's feedback (and a dba's approval) would then apply to.
+    """
+    status = await db.execute(
         """
         INSERT INTO request_audit (request_id, database, question, evidence, attempts, final_sql, status,
                                    timings, guideline_version)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-        ON CONFLICT (request_id) DO UPDATE SET
-            database = EXCLUDED.database, question = EXCLUDED.question, evidence = EXCLUDED.evidence,
-            attempts = EXCLUDED.attempts, final_sql = EXCLUDED.final_sql, status = EXCLUDED.status,
-            timings = EXCLUDED.timings, guideline_version = EXCLUDED.guideline_version
+        ON CONFLICT (request_id) DO NOTHING
         """,
         entry.request_id, entry.database, entry.question, entry.evidence, entry.attempts, entry.final_sql,
         entry.status, entry.timings, entry.guideline_version,
     )
+    return str(status).endswith(" 1")
 
 
 async def get(db: Db, request_id: str) -> AuditEntry | None:

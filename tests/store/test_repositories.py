@@ -119,3 +119,16 @@ async def test_the_database_refuses_a_second_active_version(store: Store) -> Non
     await guidelines.activate(store.pool, a)
     with pytest.raises(asyncpg.UniqueViolationError):
         await store.pool.execute("UPDATE guideline_versions SET status = 'active' WHERE version = $1", b)
+
+
+async def test_a_reused_request_id_does_not_replace_the_audited_answer(store: Store) -> None:
+    """Clients may choose their request id (X-Request-Id). A second request under someone else's id must not
+    overwrite that answer's audit row, which feedback (and a dba's approval) on the id would then apply to."""
+    db = store.pool
+    assert await audit.record(db, audit.AuditEntry("shared-id", "demo", "How many regions?", "ok",
+                                                   final_sql="SELECT count(*) FROM regions"))
+    assert not await audit.record(db, audit.AuditEntry("shared-id", "demo", "Drop me in", "ok",
+                                                       final_sql="SELECT 'attacker'"))
+    kept = await audit.get(db, "shared-id")
+    assert kept is not None and kept.question == "How many regions?"
+    assert kept.final_sql == "SELECT count(*) FROM regions"

@@ -13,8 +13,11 @@ function compare(a, b, numeric) {
   return String(a).localeCompare(String(b), undefined, { numeric: true });
 }
 
+// Rows are untrusted data: a cell a spreadsheet would read as a formula (=, +, -, @, tab, CR first; plain
+// numbers such as -5 excepted) gets a leading apostrophe, so opening the download never runs what a row says.
 function csvCell(v) {
-  const s = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
+  let s = v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
+  if (/^[=+\-@\t\r]/.test(s) && !/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(s)) s = `'${s}`;
   return /[",\n\r]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
