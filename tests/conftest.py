@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import asyncpg
@@ -117,20 +117,29 @@ def demo_admin_dsn(pg: PgServer, demo_dsn: str) -> str:
     return pg.dsn(TEST_DEMO_DATABASE)
 
 
-@pytest.fixture
-async def fresh_db(pg: PgServer) -> AsyncIterator[str]:
-    name = f"nl2sql_test_{uuid.uuid4().hex[:12]}"
+@asynccontextmanager
+async def scratch_database(pg: PgServer, prefix: str = "nl2sql_test") -> AsyncIterator[str]:
+    """An empty database with a unique name for the block (its DSN), dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
     admin = await asyncpg.connect(pg.admin_dsn)
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         await admin.close()
-    yield pg.dsn(name)
-    admin = await asyncpg.connect(pg.admin_dsn)
     try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        yield pg.dsn(name)
     finally:
-        await admin.close()
+        admin = await asyncpg.connect(pg.admin_dsn)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+@pytest.fixture
+async def fresh_db(pg: PgServer) -> AsyncIterator[str]:
+    async with scratch_database(pg) as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,10 @@ conversations have their own random ids), the demo database and the session's sc
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from gateway.settings import (
@@ -22,23 +20,13 @@ from gateway.settings import (
     StoreSettings,
 )
 from gateway.testing.scripted_llm import ScriptedLLM
-from tests.conftest import PgServer
+from tests.conftest import PgServer, scratch_database
 
 
 @pytest.fixture(scope="module")
 async def store_dsn(pg: PgServer) -> AsyncIterator[str]:
-    name = f"nl2sql_conv_store_{uuid.uuid4().hex[:10]}"
-    admin = await asyncpg.connect(pg.admin_dsn)
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await admin.close()
-    yield pg.dsn(name)
-    admin = await asyncpg.connect(pg.admin_dsn)
-    try:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await admin.close()
+    async with scratch_database(pg, "nl2sql_conv_store") as dsn:
+        yield dsn
 
 
 def conv_settings(demo_dsn: str, store_dsn: str | None, llm: ScriptedLLM, tmp: Path, *, auth: bool = False,
