@@ -215,7 +215,7 @@ async def _client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=120) as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=120) as http:
             yield http
 
 

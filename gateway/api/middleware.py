@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -31,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway import deadline, errors
 from gateway.api.console import is_console
 from gateway.api.problems import problem_response
+from gateway.auth.authenticator import is_loopback
 from gateway.backpressure import InFlight, Strangers
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
@@ -165,8 +167,11 @@ class GatewayMiddleware:
 
     async def _authenticate(self, scope: Scope, headers: dict[bytes, bytes]) -> None:
         authenticator = self.authenticator()
-        if authenticator is None or not authenticator.settings.enabled:
-            return  # the app's own dependency decides (anonymous with auth off; fails closed when unset)
+        if authenticator is not None and not authenticator.settings.enabled:
+            _addressed_to_loopback(headers)  # anonymous is admin: only for this machine's own clients
+            return
+        if authenticator is None:
+            return  # the app's own dependency decides (fails closed when unset)
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
         client = scope.get("client")
         address = client[0] if client else "unknown"
@@ -239,3 +244,18 @@ def _observe(scope: Scope, status: int, started: float) -> None:
     if endpoint not in {"/metrics", "/healthz", "/readyz"}:
         log.info("request", method=scope["method"], path=scope["path"], endpoint=endpoint,
                  status=status, duration_ms=round(elapsed * 1000, 3))
+
+
+def _addressed_to_loopback(headers: dict[bytes, bytes]) -> None:
+    """Without API keys every caller is admin, which check_exposure keeps to loopback listeners. A web page
+    can still reach a loopback port by rebinding its own host name to 127.0.0.1, and is then same-origin with
+    the gateway; its requests name that host (and its origin), never a loopback one. Refuse them."""
+    host = headers.get(b"host", b"").decode("latin-1")
+    origin = headers.get(b"origin", b"").decode("latin-1")
+    name = urlsplit(f"//{host}").hostname or ""
+    origin_name = urlsplit(origin).hostname if origin and origin != "null" else None
+    if not is_loopback(name) or (origin and (origin_name is None or not is_loopback(origin_name))):
+        raise _Refused(errors.Forbidden(
+            f"without API keys the gateway answers only requests addressed to a loopback name (localhost, "
+            f"127.0.0.1, [::1]); this one names host {host!r}" + (f" from origin {origin!r}" if origin else "")
+            + ". Turn on auth.enabled with API keys to serve other names.", host=host, origin=origin or None))

@@ -14,8 +14,8 @@ sessions and nothing of one request (or one key) survives into the next. Progres
 tool call travel on that call's own SSE response.
 
 Without access control (on loopback only, see :func:`gateway.auth.check_exposure`) the endpoint also checks
-``Host`` and ``Origin`` against loopback names: a web page that rebinds its own host name to 127.0.0.1 can
-reach the port, but not past that check.
+``Host`` and ``Origin`` against loopback names (as the gateway's middleware does for every route then): a web
+page that rebinds its own host name to 127.0.0.1 can reach the port, but not past that check.
 """
 
 from __future__ import annotations

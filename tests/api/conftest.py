@@ -27,5 +27,5 @@ async def client(demo_dsn: str) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(demo_settings(demo_dsn, statement_timeout_ms=1500, max_rows=500, max_result_bytes=1_000_000))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             yield http

@@ -34,7 +34,7 @@ async def gateway(demo_dsn: str, backpressure: BackpressureSettings | None = Non
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             yield http, app.state.gateway
 
 

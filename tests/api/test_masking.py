@@ -34,7 +34,7 @@ async def http(demo_dsn: str, llm: ScriptedLLM) -> AsyncIterator[httpx.AsyncClie
                                         max_retries=0))
     app = create_app(settings)
     async with app.router.lifespan_context(app), \
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as client:
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
         yield client
 
 

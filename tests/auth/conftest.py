@@ -148,5 +148,5 @@ async def gw(demo_dsn: str, store_dsn: str, rls_dsn: str, llm_server: ScriptedLL
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=30) as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=30) as http:
             yield Gateway(http, app.state.gateway)

@@ -85,7 +85,7 @@ async def test_store_down_known_keys_keep_working_unknown_ones_get_503(
         state = app.state.gateway
         known = await make_key(state.store, "known")
         stranger = await make_key(state.store, "stranger")
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
             assert (await http.get("/v1/databases", headers=bearer(known))).status_code == 200
             with pg.stopped():
                 response = await http.get("/v1/databases", headers=bearer(known))

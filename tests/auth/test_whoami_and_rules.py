@@ -30,7 +30,7 @@ async def rules_gw(demo_dsn: str, store_dsn: str, tmp_path_factory: pytest.TempP
     (folder / "rules" / "demo.yaml").write_text(RULES)
     app = create_app(settings)
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway") as http:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
             yield Gateway(http, app.state.gateway)
 
 

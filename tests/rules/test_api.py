@@ -17,7 +17,7 @@ async def test_schema_and_sql_routes_honour_rule_edits_live(demo_admin_dsn: str,
     rules.write_text("tables:\n  payments: {hidden: true}\n")
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
     async with app.router.lifespan_context(app), \
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         schema = (await http.get("/v1/databases/demo/schema")).json()
         tables = {t["name"]: t for t in schema["tables"]}
         assert "payments" not in tables and "salary" in {c["name"] for c in tables["employees"]["columns"]}
@@ -42,7 +42,7 @@ async def test_rules_max_rows_tightens_the_row_cap(demo_dsn: str, tmp_path: Path
     (tmp_path / "demo.yaml").write_text("limits: {max_rows: 3}\n")
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
     async with app.router.lifespan_context(app), \
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         body = {"database": "demo", "sql": "SELECT order_id FROM orders ORDER BY order_id"}
         answer = (await http.post("/v1/sql", json=body)).json()
         assert len(answer["rows"]) == 3 and answer["truncated"] is True
@@ -60,7 +60,7 @@ async def test_a_cached_verdict_never_outlives_a_rule_edit(demo_admin_dsn: str, 
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, rules_dir=tmp_path))
     body = {"database": "demo", "sql": "SELECT max(salary) FROM employees"}
     async with app.router.lifespan_context(app), \
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         for _ in range(2):  # the second answer comes from the cache
             assert (await http.post("/v1/sql", json=body)).status_code == 200
         rules.write_text("tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n")

@@ -32,7 +32,7 @@ HIDDEN = {("employees", "salary"), ("employees", "email"), ("customers", "email"
 async def sql(dsn: str, rules_dir: Path, query: str, **db: object) -> httpx.Response:
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=dsn, **db)}, rules_dir=rules_dir))  # type: ignore[arg-type]
     async with app.router.lifespan_context(app), \
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         return await http.post("/v1/sql", json={"database": "demo", "sql": query})
 
 
@@ -170,7 +170,7 @@ async def test_readyz_and_the_metric_report_an_over_privileged_role(demo_admin_d
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_admin_dsn, privilege_check=mode)},
                               rules_dir=ROOT / "rules"))
     async with app.router.lifespan_context(app), \
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         response = await http.get("/readyz")
     assert response.status_code == (200 if mode == "report" else 503)
     details = response.json()["privileges"]["demo"]
@@ -185,7 +185,7 @@ async def test_the_demo_reader_is_ready_and_clean(demo_dsn: str) -> None:
     app = create_app(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn, privilege_check="fail")},
                               rules_dir=ROOT / "rules"))
     async with app.router.lifespan_context(app), \
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         response = await http.get("/readyz")
     assert response.status_code == 200 and response.json()["privileges"] == {"demo": []}
 

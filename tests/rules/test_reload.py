@@ -149,7 +149,7 @@ async def test_rewriting_the_file_under_concurrent_requests_lowers_nothing(
                               rules_dir=tmp_path))
     body = {"database": "demo", "sql": "SELECT salary FROM employees ORDER BY salary DESC LIMIT 1"}
     async with app.router.lifespan_context(app), \
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw") as http:
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
         first = await http.post("/v1/sql", json=body)
         assert first.status_code == 422 and first.json()["code"] == "sql_blocked"
         done = threading.Event()
