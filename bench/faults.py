@@ -461,7 +461,7 @@ async def slow_drip(world: World) -> Result:
         body = json.dumps(SQL).encode()
 
         def head(key: str | None) -> bytes:
-            lines = ["POST /v1/sql HTTP/1.1", "Host: gateway", "Content-Type: application/json",
+            lines = ["POST /v1/sql HTTP/1.1", "Host: localhost", "Content-Type: application/json",
                      f"Content-Length: {len(body)}"] + ([f"Authorization: Bearer {key}"] if key else [])
             return ("\r\n".join(lines) + "\r\n\r\n").encode()
 

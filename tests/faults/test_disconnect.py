@@ -46,7 +46,7 @@ async def test_a_client_that_disconnects_gets_its_query_cancelled_and_the_connec
         url = urlsplit(base)
         body = json.dumps({"database": "demo", "sql": ENDLESS_SQL}).encode()
         reader, writer = await asyncio.open_connection(url.hostname, url.port)
-        writer.write(b"POST /v1/sql HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
+        writer.write(b"POST /v1/sql HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                      + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         await writer.drain()
         running = await _poll(admin, want_active=1)

@@ -97,7 +97,7 @@ class Dripper:
 
 
 def request_head(body: bytes, authorization: str | None) -> bytes:
-    lines = ["POST /v1/sql HTTP/1.1", "Host: gateway", "Content-Type: application/json",
+    lines = ["POST /v1/sql HTTP/1.1", "Host: localhost", "Content-Type: application/json",
              f"Content-Length: {len(body)}"]
     if authorization:
         lines.append(f"Authorization: {authorization}")
@@ -143,7 +143,7 @@ async def test_headers_beyond_the_bound_answer_431(served: tuple[str, str]) -> N
     try:
         # 70 KB of headers, never finished, against a 64 KB bound (sent at once: the server reads it all
         # before it answers, so no reset races the answer)
-        writer.write(b"GET /v1/databases HTTP/1.1\r\nHost: gateway\r\n" + b"X-Padding: " + b"a" * 70_000 + b"\r\n")
+        writer.write(b"GET /v1/databases HTTP/1.1\r\nHost: localhost\r\n" + b"X-Padding: " + b"a" * 70_000 + b"\r\n")
         await writer.drain()
         answer = await asyncio.wait_for(reader.read(), timeout=10)
     finally:
