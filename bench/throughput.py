@@ -15,6 +15,12 @@ READ ONLY transaction, as many at once as wrk has connections. Sides are interle
 non-2xx answer aborts the benchmark. Prints medians over the rounds and the same-run ratios (medians of the
 per-round ratios): no-op / bare, sql / floor with floor = 1 / (1/bare + 1/direct) (bare HTTP plus the query),
 and 2 workers / 1 worker. Access control is off (loopback); the request log line goes to /dev/null.
+
+A second table gives the CPU each request cost, per side and concurrency (medians over the rounds), read from
+/proc around every run: the serving process(es) (for workers, the supervisor and its children; for the direct
+side, the asyncpg client process), Postgres (the postmaster, its live backends, and backends it reaped), and
+the load generator (wrk, as this process's reaped children). On two shared cores throughput moves with
+whatever else runs; CPU per request moves far less, and says which part a change made cheaper.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -31,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -57,36 +64,88 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # the process ended between the listing and the read
+        return None
+    return raw[raw.rindex(")") + 2:].split()  # fields from the state on: the name may hold spaces
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds of ``root`` and its descendants, live ones and those already reaped (cutime, cstime)."""
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            stats[int(entry.name)] = fields
+    children: dict[int, list[int]] = {}
+    for pid, fields in stats.items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        if (fields := stats.get(pid)) is None:
+            continue
+        utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
+        total += utime + stime + cutime + cstime
+        todo.extend(children.get(pid, []))
+    return total / TICK
+
+
+def reaped_children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 @contextmanager
-def process(args: list[str], env: dict[str, str], health: str) -> Iterator[str]:
+def process(args: list[str], env: dict[str, str], health: str) -> Iterator[tuple[str, int]]:
     port = free_port()
     proc = subprocess.Popen([*args, "--port", str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base, 60) if health == "/healthz" else None
-        yield base
+        yield base, proc.pid
     finally:
         proc.terminate()
         proc.wait(timeout=60)
 
 
-def wrk(url: str, connections: int, duration: float, script: Path) -> float:
+def wrk(url: str, connections: int, duration: float, script: Path) -> tuple[float, int]:
+    """Requests per second and the number of requests answered."""
     out = subprocess.run(["wrk", "-t1", "--timeout", "20s", f"-c{connections}", f"-d{max(1, round(duration))}s", "-s", str(script), url],
                          capture_output=True, text=True, check=True).stdout
     if "Non-2xx" in out or "Socket errors" in out:  # a refusal or a timeout is no throughput
         raise SystemExit(f"wrk saw errors against {url}:\n{out}")
-    match = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if match is None:
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    count = re.search(r"(\d+) requests in", out)
+    if rate is None or count is None:
         raise SystemExit(f"no throughput in wrk's output:\n{out}")
-    return float(match.group(1))
+    return float(rate.group(1)), int(count.group(1))
+
+
+class Cpu:
+    """CPU per request of one run, split by who spent it (milliseconds)."""
+
+    def __init__(self, server: int, postmaster: int) -> None:
+        self.server, self.postmaster = server, postmaster
+
+    def measure(self, run: Callable[[], tuple[float, int]]) -> tuple[float, tuple[float, float, float]]:
+        before = (tree_cpu(self.server), tree_cpu(self.postmaster), reaped_children_cpu())
+        rate, count = run()
+        after = (tree_cpu(self.server), tree_cpu(self.postmaster), reaped_children_cpu())
+        server, pg, load = (1000 * (a - b) / max(count, 1) for a, b in zip(after, before, strict=True))
+        return rate, (server, pg, load)
 
 
 def _direct_worker(dsn: str, conn: Connection) -> None:
-    """Runs in its own process: on ("run", concurrency, seconds) answer queries per second."""
+    """Runs in its own process: on ("run", concurrency, seconds) answer (queries per second, queries)."""
     import asyncpg
 
-    async def burst(pool: asyncpg.Pool, concurrency: int, seconds: float) -> float:
+    async def burst(pool: asyncpg.Pool, concurrency: int, seconds: float) -> tuple[float, int]:
         count = 0
         until = time.perf_counter() + seconds
 
@@ -100,7 +159,7 @@ def _direct_worker(dsn: str, conn: Connection) -> None:
 
         started = time.perf_counter()
         await asyncio.gather(*(client() for _ in range(concurrency)))
-        return count / (time.perf_counter() - started)
+        return count / (time.perf_counter() - started), count
 
     async def main() -> None:
         pool = await asyncpg.create_pool(dsn, min_size=POOL_SIZE, max_size=POOL_SIZE)
@@ -120,12 +179,13 @@ def _direct_worker(dsn: str, conn: Connection) -> None:
 
 
 class Direct:
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
+    def __init__(self, conn: Connection, pid: int) -> None:
+        self.conn, self.pid = conn, pid
 
-    def run(self, concurrency: int, seconds: float) -> float:
+    def run(self, concurrency: int, seconds: float) -> tuple[float, int]:
         self.conn.send(("run", concurrency, seconds))
-        return float(self.conn.recv())
+        rate, count = self.conn.recv()
+        return float(rate), int(count)
 
 
 @contextmanager
@@ -138,7 +198,8 @@ def direct_client(dsn: str) -> Iterator[Direct]:
     proc.start()
     try:
         assert parent.recv() == "ready"
-        yield Direct(parent)
+        assert proc.pid is not None
+        yield Direct(parent, proc.pid)
     finally:
         parent.send("stop")
         proc.join(timeout=10)
@@ -175,32 +236,39 @@ def main() -> None:
         env.pop("NL2SQL_CONFIG", None)
         script = lua_script(tmp)
         python = sys.executable
+        postmaster = int((server.data_dir / "postmaster.pid").read_text().split()[0])
         with ExitStack() as stack:
-            bare = stack.enter_context(process(
+            bare, bare_pid = stack.enter_context(process(
                 [python, "-m", "uvicorn", "--factory", "bench.floor_app:bare_app", "--host", "127.0.0.1",
                  "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
                 env, "/healthz"))
-            one = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "1"], env, "/healthz"))
-            two = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "2"], env, "/healthz"))
+            one, one_pid = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "1"], env,
+                                                       "/healthz"))
+            two, two_pid = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "2"], env,
+                                                       "/healthz"))
             direct = stack.enter_context(direct_client(dsn))
-            sides = {
-                "bare": lambda c, d: wrk(bare + "/bench/bare", c, d, script),
-                "noop": lambda c, d: wrk(one + "/bench/floor", c, d, script),
-                "sql": lambda c, d: wrk(one + "/v1/sql", c, d, script),
-                "sql2w": lambda c, d: wrk(two + "/v1/sql", c, d, script),
-                "direct": lambda c, d: direct.run(c, d),
+            sides: dict[str, tuple[int, Callable[[int, float], tuple[float, int]]]] = {
+                "bare": (bare_pid, lambda c, d: wrk(bare + "/bench/bare", c, d, script)),
+                "noop": (one_pid, lambda c, d: wrk(one + "/bench/floor", c, d, script)),
+                "sql": (one_pid, lambda c, d: wrk(one + "/v1/sql", c, d, script)),
+                "sql2w": (two_pid, lambda c, d: wrk(two + "/v1/sql", c, d, script)),
+                "direct": (direct.pid, direct.run),
             }
             if args.only:
                 sides = {k: v for k, v in sides.items() if k in args.only}
-            for side in sides.values():  # warm-up: pools, caches, both workers
+            for _, side in sides.values():  # warm-up: pools, caches, both workers
                 side(max(args.concurrency), 1.0)
             samples: dict[tuple[str, int], list[float]] = {}
+            cpu: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
             for r in range(args.rounds):
                 for c in args.concurrency:
-                    for name, side in sides.items():
-                        samples.setdefault((name, c), []).append(side(c, args.duration))
+                    for name, (pid, side) in sides.items():
+                        rate, split = Cpu(pid, postmaster).measure(lambda: side(c, args.duration))  # noqa: B023
+                        samples.setdefault((name, c), []).append(rate)
+                        cpu.setdefault((name, c), []).append(split)
                 print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
         report(samples, args.concurrency, args.rounds)
+        report_cpu(cpu, args.concurrency)
     finally:
         server.destroy()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -248,6 +316,20 @@ def report(samples: dict[tuple[str, int], list[float]], concurrencies: list[int]
     ratio("/v1/sql (1 process) / floor, floor = 1/(1/bare + 1/direct)", "sql", None, floor=True)
     ratio("/v1/sql 2 workers / 1 process", "sql2w", "sql")
     ratio("/v1/sql (1 process) / direct", "sql", "direct")
+
+
+def report_cpu(cpu: dict[tuple[str, int], list[tuple[float, float, float]]], concurrencies: list[int]) -> None:
+    print("\nCPU per request, ms (medians): the serving process(es) (for direct: the asyncpg client), Postgres, "
+          "the load generator (wrk)\n")
+    print(f"| side | {' | '.join(f'c={c} server | Postgres | wrk' for c in concurrencies)} |")
+    print("|---|" + "---|---|---|" * len(concurrencies))
+    names = sorted({n for n, _ in cpu}, key=list(LABELS).index)
+    for name in names:
+        cells = []
+        for c in concurrencies:
+            server, pg, load = (statistics.median(v[i] for v in cpu[(name, c)]) for i in range(3))
+            cells.append(f"{server:.3f} | {pg:.3f} | {'-' if name == 'direct' else f'{load:.3f}'}")
+        print(f"| {LABELS[name]} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":
