@@ -27,6 +27,7 @@ from gateway.api import (
     routes_rules,
     routes_sql,
 )
+from gateway.api.fastpath import FastRoutes
 from gateway.api.limits import rate_limit
 from gateway.api.middleware import Drain, GatewayMiddleware
 from gateway.api.models import Problem
@@ -86,12 +87,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app)
     # Set by gateway.api.server on SIGTERM: answers then close their connection and new requests are refused.
     app.state.drain = Drain()
+    # The hot POST routes served without FastAPI's per-request routing (gateway.api.fastpath); tests turn it off
+    # (app.state.fast_routes.enabled = False) to compare the two paths.
+    app.state.fast_routes = FastRoutes()
     app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes,
                        max_in_flight=settings.backpressure.max_in_flight,
                        request_timeout_s=settings.server.request_timeout_s,
                        body_timeout_s=settings.server.body_timeout_s, drain=app.state.drain,
                        authenticator=lambda: getattr(getattr(app.state, "gateway", None), "auth", None),
-                       strangers=Strangers(settings.backpressure))
+                       strangers=Strangers(settings.backpressure), fast=app.state.fast_routes)
     app.include_router(routes_sql.router)
     app.include_router(routes_ask.router)
     app.include_router(routes_feedback.router)

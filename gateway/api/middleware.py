@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import deadline, errors
 from gateway.api.console import is_console
+from gateway.api.fastpath import CompiledRoute, FastRoutes
 from gateway.api.problems import problem_response
 from gateway.auth.authenticator import is_loopback
 from gateway.backpressure import InFlight, Strangers
@@ -44,6 +45,7 @@ log = get_logger("gateway.access")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a client's id is echoed in logs: keep it tame
 # Probes and scrapes must answer even when the gateway sheds load: they are neither bounded nor timed.
 UNBOUNDED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+_JSON = b"application/json"  # the one body type compiled routes take; anything else goes through FastAPI
 
 
 class Drain:
@@ -65,8 +67,9 @@ class GatewayMiddleware:
     def __init__(self, app: ASGIApp, max_body_bytes: int, max_in_flight: int = 1_000_000,
                  request_timeout_s: float | None = None, body_timeout_s: float = 30.0,
                  drain: Drain | None = None, authenticator: Callable[[], Authenticator | None] | None = None,
-                 strangers: Strangers | None = None) -> None:
+                 strangers: Strangers | None = None, fast: FastRoutes | None = None) -> None:
         self.app = app
+        self.fast = fast or FastRoutes()  # compiled routes (gateway.api.fastpath)
         self.max_body_bytes = max_body_bytes
         self.in_flight = InFlight(max_in_flight)
         self.request_timeout_s = request_timeout_s
@@ -103,9 +106,13 @@ class GatewayMiddleware:
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
-        async def call_app(app_receive: Receive) -> None:
+        async def call_app(app_receive: Receive, compiled: CompiledRoute | None = None, body: bytes = b"") -> None:
             try:
-                await self.app(scope, app_receive, send_wrapper)
+                if compiled is None:
+                    await self.app(scope, app_receive, send_wrapper)
+                else:
+                    await self.fast.serve(compiled, scope, body, receive, send_wrapper,
+                                          fallback=lambda: self.app(scope, app_receive, send_wrapper))
             except Exception as exc:
                 # A bug. Answered here, not by Starlette's outermost handler: that one re-raises after its
                 # 500, and uvicorn then closes the connection under a client that may already be sending
@@ -139,7 +146,12 @@ class GatewayMiddleware:
             return
         token = deadline.start(self.request_timeout_s) if self.request_timeout_s else None
         try:
-            await call_app(_replay(body, receive))
+            compiled = self.fast.lookup(scope) if headers.get(b"content-type") == _JSON else None
+            if compiled is not None and len(headers) == len(scope["headers"]):  # no repeated header to misread
+                await call_app(_replay(body, receive), compiled, body)
+            else:
+                await call_app(_replay(body, receive))
+                self.fast.learn(scope)
         finally:
             if token is not None:
                 deadline.reset(token)
