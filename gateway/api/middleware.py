@@ -19,9 +19,9 @@ The request line and headers are bounded before the app is called at all (:mod:`
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -36,7 +36,7 @@ from gateway.api.problems import problem_response
 from gateway.auth.authenticator import is_loopback
 from gateway.backpressure import InFlight, Strangers
 from gateway.observability import metrics
-from gateway.observability.logging import get_logger
+from gateway.observability.logging import get_logger, log_request
 
 if TYPE_CHECKING:
     from gateway.auth import Authenticator
@@ -86,7 +86,7 @@ class GatewayMiddleware:
         started = time.perf_counter()
         headers = dict(scope["headers"])
         incoming = headers.get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
+        request_id = incoming if _SAFE_ID.match(incoming) else os.urandom(16).hex()
         scope.setdefault("state", {})["request_id"] = request_id
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)
@@ -251,23 +251,50 @@ def _observe(scope: Scope, status: int, started: float) -> None:
     route = scope.get("route")
     endpoint = getattr(route, "path", None) or "unmatched"
     elapsed = time.perf_counter() - started
-    metrics.REQUESTS.labels(endpoint, str(status)).inc()
-    metrics.REQUEST_SECONDS.labels(endpoint).observe(elapsed)
-    if endpoint not in {"/metrics", "/healthz", "/readyz"}:
-        log.info("request", method=scope["method"], path=scope["path"], endpoint=endpoint,
-                 status=status, duration_ms=round(elapsed * 1000, 3))
+    key = (endpoint, status)
+    children = _children.get(key)
+    if children is None:  # labels() validates and locks on every call; a route's children never change
+        children = (metrics.REQUESTS.labels(endpoint, str(status)), metrics.REQUEST_SECONDS.labels(endpoint))
+        if len(_children) < 4096:  # route templates times statuses: bounded unless something is wrong
+            _children[key] = children
+    children[0].inc()
+    children[1].observe(elapsed)
+    if endpoint not in UNBOUNDED_PATHS:
+        log_request({"method": scope["method"], "path": scope["path"], "endpoint": endpoint, "status": status,
+                     "duration_ms": round(elapsed * 1000, 3)})
+
+
+_children: dict[tuple[str, int], tuple[metrics.Counter, metrics.Histogram]] = {}
 
 
 def _addressed_to_loopback(headers: dict[bytes, bytes]) -> None:
     """Without API keys every caller is admin, which check_exposure keeps to loopback listeners. A web page
     can still reach a loopback port by rebinding its own host name to 127.0.0.1, and is then same-origin with
     the gateway; its requests name that host (and its origin), never a loopback one. Refuse them."""
-    host = headers.get(b"host", b"").decode("latin-1")
-    origin = headers.get(b"origin", b"").decode("latin-1")
-    name = urlsplit(f"//{host}").hostname or ""
-    origin_name = urlsplit(origin).hostname if origin and origin != "null" else None
-    if not is_loopback(name) or (origin and (origin_name is None or not is_loopback(origin_name))):
+    names = (headers.get(b"host", b""), headers.get(b"origin"))
+    if names in _verdicts:
+        refusal = _verdicts[names]
+    else:  # the verdict depends on these two values only: parse each distinct pair once
+        refusal = _loopback_refusal(*names)
+        if len(_verdicts) < 1024:
+            _verdicts[names] = refusal
+    if refusal is not None:
+        host, origin = refusal
         raise _Refused(errors.Forbidden(
             f"without API keys the gateway answers only requests addressed to a loopback name (localhost, "
             f"127.0.0.1, [::1]); this one names host {host!r}" + (f" from origin {origin!r}" if origin else "")
             + ". Turn on auth.enabled with API keys to serve other names.", host=host, origin=origin or None))
+
+
+_verdicts: dict[tuple[bytes, bytes | None], tuple[str, str] | None] = {}
+
+
+def _loopback_refusal(host_header: bytes, origin_header: bytes | None) -> tuple[str, str] | None:
+    """None when the request names a loopback host (and origin, when sent); else the host and origin."""
+    host = host_header.decode("latin-1")
+    origin = (origin_header or b"").decode("latin-1")
+    name = urlsplit(f"//{host}").hostname or ""
+    origin_name = urlsplit(origin).hostname if origin and origin != "null" else None
+    if not is_loopback(name) or (origin and (origin_name is None or not is_loopback(origin_name))):
+        return host, origin
+    return None
