@@ -45,7 +45,9 @@ log = get_logger("gateway.access")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a client's id is echoed in logs: keep it tame
 # Probes and scrapes must answer even when the gateway sheds load: they are neither bounded nor timed.
 UNBOUNDED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-_JSON = b"application/json"  # the one body type compiled routes take; anything else goes through FastAPI
+_JSON = b"application/json"
+# Set by the server (gateway.api.server) once a request's body is all in: reading it cannot wait on the client.
+BODY_READ = "gateway.body_read"  # the one body type compiled routes take; anything else goes through FastAPI
 
 
 class Drain:
@@ -170,6 +172,8 @@ class GatewayMiddleware:
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _Refused(self._too_large())
+        if scope.get(BODY_READ):  # no timer to arm and cancel: the body came with the headers
+            return await self._read_body(receive)
         try:
             async with asyncio.timeout(self.body_timeout_s):
                 return await self._read_body(receive)
