@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from starlette.applications import Starlette
+from starlette.types import Receive, Scope, Send
 
 from gateway import __version__
 from gateway.api import (
@@ -49,6 +51,30 @@ Every error a client can cause is an `application/problem+json` body with a stab
 """
 
 
+class GatewayApp(FastAPI):
+    """FastAPI, asking once per process whether its native OpenTelemetry instrumentation is on.
+
+    FastAPI asks on every request (it reads the global OpenTelemetry providers and environment variables:
+    3% of the no-op route's samples). The gateway's own telemetry is its request log line and Prometheus
+    metrics; an OpenTelemetry provider set up before the first request is still honoured, one set up later
+    only after a restart."""
+
+    _telemetry_off: bool | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            if self._telemetry_off is None:
+                telemetry = getattr(self, "_native_telemetry", None)  # absent before FastAPI 0.16x
+                self._telemetry_off = telemetry is None or not telemetry.enabled()
+            if self._telemetry_off:
+                # What FastAPI.__call__ does when its telemetry is off.
+                if self.root_path:
+                    scope["root_path"] = self.root_path
+                await Starlette.__call__(self, scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; resources open when it starts serving and close when it stops."""
     settings = settings or load_settings()
@@ -71,7 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     with contextlib.suppress(asyncio.CancelledError):
                         await refresher
 
-    app = FastAPI(
+    app = GatewayApp(
         title="nl2sql-gateway",
         version=__version__,
         description=DESCRIPTION,

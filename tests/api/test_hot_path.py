@@ -9,12 +9,15 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 import structlog
 
 from gateway import errors
 from gateway.api import middleware
+from gateway.api.app import create_app
 from gateway.observability.logging import configure_logging, get_logger, iso_utc, log_request
+from tests.api.conftest import demo_settings
 
 FIELDS: dict[str, Any] = {"method": "POST", "path": "/v1/sql", "endpoint": "/v1/sql", "status": 200,
                           "duration_ms": 1.234}
@@ -106,3 +109,16 @@ def test_the_loopback_verdict_is_the_same_every_time(host: bytes, origin: bytes 
         if refused is not None:
             assert isinstance(refused, errors.Forbidden)
             assert refused.extra["host"] == host.decode()
+
+
+async def test_fastapi_telemetry_is_asked_once_per_process(demo_dsn: str) -> None:
+    app = create_app(demo_settings(demo_dsn))
+    asked = []
+    telemetry = app._native_telemetry  # type: ignore[attr-defined]
+    real = telemetry.enabled
+    telemetry.enabled = lambda: asked.append(1) or real()
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+            for _ in range(3):
+                assert (await http.get("/healthz")).status_code == 200
+    assert asked == [1]
