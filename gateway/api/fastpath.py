@@ -19,7 +19,7 @@ exactly:
 Anything else falls back to FastAPI: routes not in the table or not compilable, dependency overrides (tests),
 a body that does not validate (FastAPI then produces its own 422/400 and runs the dependencies in its order,
 which is why the body is checked before any dependency runs here), duplicate headers. Errors raised by the
-dependencies or the endpoint go through the app's own exception handlers (Starlette's
+dependencies or the endpoint go through the app's own exception handlers (looked up as Starlette's
 ``ExceptionMiddleware``), so a problem response is the same on both paths; tests/api/test_fastpath.py sends
 the same requests both ways and compares the answers. The table is dropped when ``app.router.routes``
 changes.
@@ -35,10 +35,13 @@ from typing import Any
 import pydantic
 from fastapi import FastAPI, routing
 from fastapi.datastructures import DefaultPlaceholder
+from starlette._utils import is_async_callable
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 _REQUEST = -1  # an argument that is the request itself, not a dependency's result
 _JSON = b"application/json"
@@ -255,12 +258,12 @@ class FastRoutes:
         except Exception:  # noqa: BLE001 - an unexpected shape is simply not compiled
             self._table[key] = None
 
-    def _wrapped(self, app: FastAPI) -> ExceptionMiddleware:
-        """The compiled path inside the app's exception handlers, installed as FastAPI installs them
-        (``Exception`` itself is the caller's: on FastAPI's path it reaches the gateway middleware too)."""
+    def _installed(self, app: FastAPI) -> ExceptionMiddleware:
+        """The app's exception handlers as FastAPI installs them in its ExceptionMiddleware (``Exception``
+        itself is the caller's: on FastAPI's path it reaches the gateway middleware too)."""
         if self._handlers is None:
             handlers = {key: value for key, value in app.exception_handlers.items() if key not in (500, Exception)}
-            self._handlers = ExceptionMiddleware(_run, handlers=handlers, debug=app.debug)
+            self._handlers = ExceptionMiddleware(_unreachable, handlers=handlers, debug=app.debug)
         return self._handlers
 
     async def serve(self, compiled: CompiledRoute, scope: Scope, body: bytes, receive: Receive, send: Send,
@@ -273,26 +276,54 @@ class FastRoutes:
             await fallback()  # FastAPI's own 400/422 (and its order: dependencies before the body check)
             return
         self.served += 1
+        app = scope["app"]
         scope["endpoint"] = compiled.endpoint.call
         scope["path_params"] = {}
         scope["route"] = compiled.route
-        scope.setdefault("router", scope["app"].router)
-        scope[_PENDING] = (compiled, body, value)
-        await self._wrapped(scope["app"])(scope, receive, send)
+        scope.setdefault("router", app.router)
+        started = False
+
+        async def sender(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        request = Request(scope, receive, send)
+        request._body = body  # read whole by the middleware; Request.body() answers from it
+        try:
+            await _run(compiled, request, value, sender)
+        except Exception as exc:
+            # What starlette._exception_handler.wrap_app_handling_exceptions does around FastAPI's route.
+            handlers = self._installed(app)
+            handler: Any = handlers._status_handlers.get(exc.status_code) if isinstance(exc, HTTPException) \
+                else None
+            if handler is None:
+                handler = next((handlers._exception_handlers[cls] for cls in type(exc).__mro__
+                                if cls in handlers._exception_handlers), None)
+            if handler is None:
+                raise
+            if started:
+                raise RuntimeError("Caught handled exception, but response already started.") from exc
+            if is_async_callable(handler):
+                response = await handler(request, exc)
+            else:
+                response = await run_in_threadpool(handler, request, exc)
+            if response is not None:
+                await response(scope, receive, sender)
+            exc.__traceback__ = None
 
 
-_PENDING = "gateway.fastpath"
-
-
-async def _run(scope: Scope, receive: Receive, send: Send) -> None:
+async def _run(compiled: CompiledRoute, request: Request, value: pydantic.BaseModel, send: Send) -> None:
     """The dependencies, the endpoint and its response; what FastAPI's route handler does for these routes."""
-    compiled, body, value = scope.pop(_PENDING)
-    request = Request(scope, receive, send)
-    request._body = body  # read whole by the middleware; Request.body() answers from it
     results: list[Any] = []
     for step in compiled.steps:
         results.append(await step.call(**{name: request if i == _REQUEST else results[i] for name, i in step.args}))
     kwargs = {name: request if i == _REQUEST else results[i] for name, i in compiled.endpoint.args}
     kwargs[compiled.body_name] = value
     response = await compiled.render(await compiled.endpoint.call(**kwargs))
-    await response(scope, receive, send)
+    await response(request.scope, request.receive, send)
+
+
+async def _unreachable(scope: Scope, receive: Receive, send: Send) -> None:  # pragma: no cover
+    raise AssertionError("only the handlers of this ExceptionMiddleware are used")

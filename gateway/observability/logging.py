@@ -12,10 +12,13 @@ directly, and the timestamp's date and time of day formatted once per second.
 from __future__ import annotations
 
 import datetime
+import json
+import json.encoder
 import logging
 import sys
 import time
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 import structlog
@@ -39,7 +42,8 @@ def configure_logging(level: str = "INFO", json_logs: bool = True) -> None:
     """Route structlog and the standard library's logging to stderr in one format."""
     global _direct
     renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer(serializer=_dumps) if json_logs
+        else structlog.dev.ConsoleRenderer(colors=False)
     )
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -72,6 +76,18 @@ def configure_logging(level: str = "INFO", json_logs: bool = True) -> None:
 
 def get_logger(name: str | None = None) -> structlog.stdlib.BoundLogger:
     return structlog.get_logger(name)  # type: ignore[no-any-return]
+
+
+def _dumps(obj: Any, **kw: Any) -> str:
+    """``json.dumps(obj, **kw)``, structlog's serializer, without a JSONEncoder built per line: with only
+    ``default`` given, the C encoder json.dumps itself ends up calling, called directly."""
+    if _make_encoder is None or set(kw) != {"default"} or isinstance(obj, str):
+        return json.dumps(obj, **kw)
+    encode = _make_encoder({}, kw.get("default"), encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    return "".join(encode(obj, 0))
+
+
+_make_encoder = getattr(json.encoder, "c_make_encoder", None)
 
 
 @dataclass(frozen=True)

@@ -122,3 +122,30 @@ async def test_fastapi_telemetry_is_asked_once_per_process(demo_dsn: str) -> Non
             for _ in range(3):
                 assert (await http.get("/healthz")).status_code == 200
     assert asked == [1]
+
+
+class _Odd:
+    def __repr__(self) -> str:
+        return "<odd é>"
+
+
+class _Own:
+    def __structlog__(self) -> str:
+        return "own"
+
+
+@pytest.mark.parametrize("event", [
+    {"event": "request", "status": 200, "duration_ms": 0.1, "api_key": None, "truncated": False},
+    {"s": "é ü \u2028 \x00 \ud800 \"quoted\" \\", "big": 10**30, "neg": -1.5e300, "nan": float("nan"),
+     "inf": float("-inf"), "nested": {"a": [1, (2, 3), {"b": None}]}, 7: "int key", 1.5: "float key",
+     True: "bool key", None: "none key"},
+    {"odd": _Odd(), "own": _Own(), "list": [_Odd(), {"x": _Own()}], "set": {1}},
+    {},
+])
+def test_the_json_serializer_writes_what_json_dumps_writes(event: dict[Any, Any]) -> None:
+    from structlog.processors import _json_fallback_handler
+
+    from gateway.observability.logging import _dumps
+
+    assert _dumps(event, default=_json_fallback_handler) == json.dumps(event, default=_json_fallback_handler)
+    assert _dumps("text", default=_json_fallback_handler) == json.dumps("text")
