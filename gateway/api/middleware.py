@@ -50,6 +50,28 @@ _JSON = b"application/json"
 BODY_READ = "gateway.body_read"  # the one body type compiled routes take; anything else goes through FastAPI
 
 
+def new_request_id() -> str:
+    """32 hex digits from the OS's random source, as uuid4().hex had (ids are echoed to clients and name
+    audited answers: they must not be predictable). Read 4 KiB at a time: one getrandom(2) per 256 requests
+    instead of one each (py-spy: 4% of the no-op route in that system call)."""
+    global _random, _taken
+    if _taken >= len(_random):
+        _random, _taken = os.urandom(4096), 0
+    start = _taken
+    _taken += 16
+    return _random[start:_taken].hex()
+
+
+def _forget_random() -> None:
+    global _random, _taken
+    _random, _taken = b"", 0
+
+
+_random = b""
+_taken = 0
+os.register_at_fork(after_in_child=_forget_random)  # a forked child must not hand out its parent's ids
+
+
 class Drain:
     """Set once when the server starts shutting down (:mod:`gateway.api.server` sets it on SIGTERM)."""
 
@@ -88,7 +110,7 @@ class GatewayMiddleware:
         started = time.perf_counter()
         headers = dict(scope["headers"])
         incoming = headers.get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if _SAFE_ID.match(incoming) else os.urandom(16).hex()
+        request_id = incoming if _SAFE_ID.match(incoming) else new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)

@@ -122,6 +122,13 @@ async def test_fastapi_telemetry_is_asked_once_per_process(demo_dsn: str) -> Non
             for _ in range(3):
                 assert (await http.get("/healthz")).status_code == 200
     assert asked == [1]
+    # With it off, FastAPI's layers between its error middleware and the gateway's pass requests through.
+    layers = []
+    layer: Any = app.middleware_stack
+    while layer is not None and not isinstance(layer, middleware.GatewayMiddleware):
+        layers.append(type(layer).__name__)
+        layer = getattr(layer, "app", None)
+    assert layers == ["ServerErrorMiddleware"]
 
 
 class _Odd:
@@ -149,3 +156,9 @@ def test_the_json_serializer_writes_what_json_dumps_writes(event: dict[Any, Any]
 
     assert _dumps(event, default=_json_fallback_handler) == json.dumps(event, default=_json_fallback_handler)
     assert _dumps("text", default=_json_fallback_handler) == json.dumps("text")
+
+
+def test_request_ids_are_32_hex_digits_and_never_repeat() -> None:
+    ids = [middleware.new_request_id() for _ in range(2000)]  # several 4 KiB reads
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    assert len(set(ids)) == len(ids)
