@@ -20,9 +20,9 @@ Anything else falls back to FastAPI: routes not in the table or not compilable, 
 a body that does not validate (FastAPI then produces its own 422/400 and runs the dependencies in its order,
 which is why the body is checked before any dependency runs here), duplicate headers. Errors raised by the
 dependencies or the endpoint go through the app's own exception handlers (looked up as Starlette's
-``ExceptionMiddleware``), so a problem response is the same on both paths; tests/api/test_fastpath.py sends
-the same requests both ways and compares the answers. The table is dropped when ``app.router.routes``
-changes.
+``ExceptionMiddleware`` does), so a problem response is the same on both paths; tests/api/test_fastpath.py
+sends the same requests both ways and compares the answers. The table is dropped when
+``app.router.routes`` changes.
 """
 
 from __future__ import annotations
