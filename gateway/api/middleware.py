@@ -14,6 +14,8 @@ Admission runs in this order, each step refusing with a problem before the next 
    body one byte at a time, or no valid key, never holds a slot an authenticated client needs.
 
 The request line and headers are bounded before the app is called at all (:mod:`gateway.api.server`).
+An admitted request to a compiled route (:mod:`gateway.api.fastpath`: ``POST /v1/sql`` and the like) is
+served without FastAPI's routing and dependency machinery, with the same answers.
 """
 
 from __future__ import annotations
