@@ -22,8 +22,8 @@ async def rate_limit(request: Request, principal: Annotated[Principal, Depends(a
     limits = getattr(request.app.state.gateway, "rate_limits", None)
     if limits is None or not limits.enabled:
         return
-    route = request.scope.get("route")
-    if getattr(route, "path", request.url.path) in UNBOUNDED_PATHS:
+    path = getattr(request.scope.get("route"), "path", None)  # not request.url: it parses the whole URL
+    if (path if path is not None else request.url.path) in UNBOUNDED_PATHS:
         return
     if principal.key_id is not None:
         limits.check("key:" + principal.key_id, principal.role.value)

@@ -36,7 +36,8 @@ REVIEW_DESCRIPTION = (
 async def list_examples(
     status: Annotated[Literal["proposed", "approved", "rejected"] | None, Query(
         description="Only examples in this state; all when absent.")] = None,
-    database: Annotated[str | None, Query(description="Only this database's examples.", max_length=128)] = None,
+    database: Annotated[str | None, Query(description="Only this database's examples.", max_length=128,
+                                          pattern=r"^[^\x00]*$")] = None,  # Postgres text holds no NUL
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many.")] = 100,
     state: GatewayState = Depends(get_state),
     principal: Principal = Depends(authorize),

@@ -37,8 +37,10 @@ router = APIRouter(prefix="/v1/guidelines", tags=["guidelines"], dependencies=[D
 
 # Versions are Postgres integers: anything outside their range is a 422, never a database error.
 Version = Annotated[int, Path(ge=1, le=2**31 - 1, description="A guideline version number.")]
-DatabaseQuery = Annotated[str | None, Query(max_length=128, description="Only this database's own versions "
-                                            "(and `in_force`: what its questions use now).")]
+# Postgres text cannot hold NUL: a name carrying one is a 422 here, not a driver error in the store (a 500).
+DatabaseQuery = Annotated[str | None, Query(max_length=128, pattern=r"^[^\x00]*$", description="Only this "
+                                            "database's own versions (and `in_force`: what its questions use "
+                                            "now).")]
 ScopeQuery = Annotated[Literal["all", "global"], Query(description="`global`: only the global versions "
                                                        "(ignored with `database`).")]
 

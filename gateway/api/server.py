@@ -50,10 +50,10 @@ from types import FrameType
 
 import uvicorn
 from fastapi import FastAPI
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from gateway import errors
-from gateway.api.middleware import Drain
+from gateway.api.middleware import BODY_READ, Drain
 from gateway.api.problems import PROBLEM_JSON, TYPE_BASE
 from gateway.observability import metrics
 from gateway.observability.logging import configure_logging, get_logger
@@ -69,13 +69,20 @@ IDLE_GRACE_S = 1.0
 
 
 class BoundedHttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline and a size bound on each request's line and headers."""
+    """uvicorn's httptools protocol with a deadline and a size bound on each request's line and headers.
+
+    Also, per request: a response head with a Content-Length leaves in the same write as the body's first
+    bytes (:class:`_HeldHead`), and a request whose body arrived whole with its headers is marked so that the
+    middleware reads it without arming a timer (``BODY_READ`` in the scope)."""
 
     header_timeout_s: float = 10.0
     max_header_bytes: int = 65_536
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # One timer per connection rather than one per request: on_message_begin only moves the deadline,
+        # and the timer, when it fires early, sleeps until the current one (see _headers_late).
         self._header_timer: asyncio.TimerHandle | None = None
+        self._header_deadline: float | None = None  # set while a request's line and headers are awaited
         self._header_bytes = 0
         super().connection_made(transport)
         self._arm()  # a connection that never sends anything is bounded too
@@ -85,11 +92,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        awaiting_headers = self._header_timer is not None
+        awaiting_headers = self._header_deadline is not None
         if awaiting_headers:
             self._header_bytes += len(data)
         super().data_received(data)
-        if awaiting_headers and self._header_timer is not None and self._header_bytes > self.max_header_bytes:
+        if awaiting_headers and self._header_deadline is not None and self._header_bytes > self.max_header_bytes:
             self._refuse(errors.HeadersTooLarge(
                 f"the request line and headers exceed {self.max_header_bytes} bytes (server.max_header_bytes)"))
 
@@ -98,29 +105,52 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._arm()
 
     def on_headers_complete(self) -> None:
-        self._disarm()
+        self._header_deadline = None  # the timer stays: it serves the next request on this connection
+        existing = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle is not existing:
+            cycle.transport = _HeldHead(self.transport, cycle)  # type: ignore[assignment]
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        cycle = self.cycle
+        if cycle is not None and not cycle.more_body:
+            cycle.scope[BODY_READ] = True  # type: ignore[literal-required]
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
         cycle = self.cycle
+        if cycle is not None and isinstance(cycle.transport, _HeldHead):
+            cycle.transport.flush()  # a HEAD answer, or one whose body was empty: the head alone
+        super().on_response_complete()
         if cycle is not None and cycle.more_body and not self.transport.is_closing():
             self.transport.close()  # answered before the body was read whole: do not read it any further
 
     def _arm(self) -> None:
-        if self._header_timer is None:
+        if self._header_deadline is None:
             self._header_bytes = 0
-            self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_late)
+            self._header_deadline = self.loop.time() + self.header_timeout_s
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_at(self._header_deadline, self._headers_late)
 
     def _disarm(self) -> None:
+        self._header_deadline = None
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
 
     def _headers_late(self) -> None:
         self._header_timer = None
+        deadline = self._header_deadline
+        if deadline is None:
+            return  # no request being received: the next one arms the timer again
+        if self.loop.time() < deadline:
+            self._header_timer = self.loop.call_at(deadline, self._headers_late)  # moved since armed
+            return
         if self.cycle is not None and not self.cycle.response_complete:
-            self._arm()  # the previous request is still being answered: the clock starts once it is done
+            # The previous request is still being answered: the clock starts once it is done.
+            self._header_deadline = None
+            self._arm()
             return
         self._refuse(errors.RequestTimeout(
             f"the request line and headers did not arrive within {self.header_timeout_s:g} s "
@@ -136,6 +166,54 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode()
         self.transport.write(head + body)
         self.transport.close()
+
+
+class _HeldHead:
+    """The transport as one request's response cycle sees it. uvicorn writes a response's head and body
+    separately: two send(2) calls, two segments, and two wake-ups of the client for one small answer (py-spy:
+    a quarter of the no-op route's samples were in these writes). A head that announces a Content-Length is
+    held until the first body bytes and leaves with them; any other write, close() and the end of the
+    response send it first. Chunked responses (streams) get their head at once: their first chunk may take
+    a while."""
+
+    __slots__ = ("_cycle", "_head", "_head_seen", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._head: bytes | None = None
+        self._head_seen = False
+
+    def write(self, data: bytes) -> None:
+        head = self._head
+        if head is not None:
+            self._head = None
+            if len(data) < 65_536:
+                self._transport.write(head + data)
+            else:
+                self._transport.writelines((head, data))
+            return
+        if not self._head_seen and self._cycle.response_started:
+            # The head: send() writes it right after marking the response started (a "100 Continue" comes
+            # before that), with chunked_encoding already decided.
+            self._head_seen = True
+            if self._cycle.chunked_encoding is False:
+                self._head = data
+                return
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        head = self._head
+        if head is not None:
+            self._head = None
+            self._transport.write(head)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._transport, name)
 
 
 class DrainingServer(uvicorn.Server):

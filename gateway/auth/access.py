@@ -51,7 +51,8 @@ def required_role(path: str) -> Role | None:
 async def authorize(request: Request, _: HTTPAuthorizationCredentials | None = Security(_bearer)) -> Principal:
     """Authenticate the caller and check the route's role; the principal is reused by routes that ask."""
     route = request.scope.get("route")
-    role = required_role(getattr(route, "path", request.url.path))
+    path = getattr(route, "path", None)  # request.url only without a route: it parses the whole URL
+    role = required_role(path if path is not None else request.url.path)
     if role is None:
         return Principal(name="public", role=Role.CLIENT, databases=frozenset())
     authenticator = request.app.state.gateway.auth
