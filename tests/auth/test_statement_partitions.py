@@ -170,3 +170,23 @@ async def test_a_connection_used_by_the_pool_elsewhere_gets_the_full_reset(gw: G
     listed = await prepared(gw, "demo", token, roles.bi)
     assert "planted" not in listed
     assert sql not in listed.values()  # the full reset deallocated the key's statements too
+
+
+async def test_the_session_is_reset_between_requests_of_the_same_key(gw: Gateway, roles: Roles,
+                                                                     demo_admin_dsn: str) -> None:
+    """The reset that now rides on the ROLLBACK (and keeps the same key's statements) still resets what a
+    rollback does not undo: a session advisory lock here."""
+    target = gw.state.targets.by_name["demo"]
+    token = await gw.key(pg_role=roles.bi)
+    who = partition(token, roles.bi)
+    await run_query(target, "SELECT pg_advisory_lock(424242)", role=roles.bi, principal=who)
+    conn = await asyncpg.connect(demo_admin_dsn)
+    try:
+        assert await conn.fetchval("SELECT pg_try_advisory_lock(424242)")  # released with the request
+        await conn.execute("SELECT pg_advisory_unlock_all()")
+    finally:
+        await conn.close()
+    after = await run_query(target, "SELECT current_user::text", role=roles.bi, principal=who)
+    assert after.rows == [[roles.bi]]
+    plain = await run_query(target, "SELECT current_user::text")
+    assert plain.rows == [[roles.reader]]  # the key's role ended with its transaction
