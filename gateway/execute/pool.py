@@ -1,7 +1,8 @@
 """One bounded asyncpg pool per target database, owned by the Gateway (gateway.service).
 
-Connections are prepared once (codecs for faithful JSON) and reset on release so that nothing a request did
-to its session reaches the next one; a connection whose reset fails is discarded by asyncpg's pool.
+Connections are prepared once (codecs for faithful JSON) and reset after every query so that nothing a
+request did to its session reaches the next one, except the prepared statements a principal keeps for
+itself (gateway.execute.statements); a connection whose reset fails is discarded by asyncpg's pool.
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 
 The text that runs is exactly the text the safety check saw; the row cap is applied by fetching at most
 ``max_rows + 1`` rows from a portal, so the query's meaning never changes and ``truncated`` is exact.
+
+A repeated query takes three round trips: BEGIN READ ONLY with the SET LOCALs and the cost gate's savepoint
+(behind a DEALLOCATE ALL when the connection last served another principal); Bind and Execute of the
+statement kept for this principal (gateway.execute.statements), which bring the first batch of rows; and
+ROLLBACK with the session reset. A new text adds its Parse, a cost estimate older than a minute its EXPLAIN.
 """
 
 from __future__ import annotations
