@@ -82,10 +82,12 @@ def check_sql(databases: Databases, sql: str, database: str | None) -> safety.Ve
 
 
 async def run_client_sql(databases: Databases, database: str, sql: str, max_rows: int | None, *,
-                         role: str | None = None) -> SqlOutcome:
+                         role: str | None = None, principal: str | None = None) -> SqlOutcome:
     """Check ``sql`` and, if allowed, run it on ``database``; raises a GatewayError otherwise.
 
     ``role``: the Postgres role the caller's API key maps to, assumed for this query (``SET LOCAL ROLE``).
+    ``principal``: the caller's :attr:`~gateway.auth.keys.Principal.partition`; the statement stays prepared
+    on the connection for that principal only (gateway.execute.statements).
     """
     started = time.perf_counter()
     target = databases.target(database)
@@ -102,7 +104,8 @@ async def run_client_sql(databases: Databases, database: str, sql: str, max_rows
             codes=verdict.codes,
         )
     try:
-        result = await run_query(target, sql, max_rows=databases.max_rows(database, max_rows), role=role)
+        result = await run_query(target, sql, max_rows=databases.max_rows(database, max_rows), role=role,
+                                 principal=principal)
     except errors.GatewayError as exc:
         structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
                                               error=exc.code, sqlstate=exc.extra.get("sqlstate"))

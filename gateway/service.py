@@ -170,7 +170,8 @@ class Gateway:
         ``query_error`` / ``statement_timeout`` ... (with the SQLSTATE), ``unknown_database``, ``forbidden``.
         """
         principal.check_database(database)
-        return await run_client_sql(self.state, database, sql, max_rows, role=principal.pg_role)
+        return await run_client_sql(self.state, database, sql, max_rows, role=principal.pg_role,
+                                    principal=principal.partition)
 
     # --- questions ------------------------------------------------------------------------------------
 

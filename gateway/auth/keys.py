@@ -102,6 +102,13 @@ class Principal:
     pg_role: str | None = None
     key_id: str | None = None
 
+    @property
+    def partition(self) -> str:
+        """Whose prepared statements a pooled connection may keep for this principal
+        (gateway.execute.statements): the key, or the name of a keyless principal, and the Postgres role."""
+        who = f"key:{self.key_id}" if self.key_id is not None else f"name:{self.name}"
+        return f"{who}|role:{self.pg_role or ''}"
+
     def may_use(self, database: str) -> bool:
         return ALL_DATABASES in self.databases or database in self.databases
 

@@ -1,7 +1,8 @@
 """One bounded asyncpg pool per target database, owned by the Gateway (gateway.service).
 
-Connections are prepared once (codecs for faithful JSON) and reset on release so that nothing a request did
-to its session reaches the next one; a connection whose reset fails is discarded by asyncpg's pool.
+Connections are prepared once (codecs for faithful JSON) and reset after every query so that nothing a
+request did to its session reaches the next one, except the prepared statements a principal keeps for
+itself (gateway.execute.statements); a connection whose reset fails is discarded by asyncpg's pool.
 """
 
 from __future__ import annotations
@@ -15,20 +16,20 @@ from typing import Any, Literal
 import asyncpg
 
 from gateway import errors, masking
-from gateway.execute import values
+from gateway.execute import statements, values
 from gateway.execute.budget import ResultBudget
 from gateway.observability.logging import get_logger
 from gateway.settings import DatabaseSettings, Settings
 
 log = get_logger(__name__)
 
-# Everything a session could carry over: cursors, prepared statements, LISTEN, advisory locks, settings,
-# role, temp objects. The pool runs with asyncpg's statement cache off (``statement_cache_size=0``), so the
-# driver itself only ever uses the unnamed statement, which the next Parse replaces; DEALLOCATE ALL is the
-# second layer for anything named that got through (pg_prepared_statements would show its text).
-RESET_SQL = """
+# Everything a session could carry over: cursors, LISTEN, advisory locks, settings, role, temp objects.
+# Prepared statements are the one exception, and only within one principal: the run path keeps named
+# statements per connection for the principal that prepared them and deallocates them before anyone else
+# uses the connection (gateway.execute.statements). asyncpg's own statement cache is off
+# (``statement_cache_size=0``), so nothing else is named.
+SESSION_RESET_SQL = """
 CLOSE ALL;
-DEALLOCATE ALL;
 UNLISTEN *;
 SELECT pg_advisory_unlock_all();
 RESET ALL;
@@ -36,6 +37,9 @@ SET SESSION AUTHORIZATION DEFAULT;
 DISCARD TEMP;
 DISCARD SEQUENCES;
 """
+# The full reset, for connections returned by anything but the run path (or when its reset failed):
+# the session reset plus DEALLOCATE ALL, which leaves the connection holding nobody's statements.
+RESET_SQL = statements.DEALLOCATE + SESSION_RESET_SQL
 
 
 # Types decoded by the gateway's own functions so that every value becomes JSON (gateway.execute.values):
@@ -60,7 +64,14 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 async def _reset_connection(conn: asyncpg.Connection) -> None:
+    session = statements.session_of(conn)
+    if session.reset_done:  # the run path reset it in the round trip of its ROLLBACK
+        session.reset_done = False
+        return
+    session.forget()
+    session.unsure = True
     await conn.execute(RESET_SQL)
+    statements.cleared(session)
 
 
 def why_unavailable(exc: BaseException, database: str) -> str:
@@ -89,9 +100,10 @@ async def create_pool(settings: DatabaseSettings, name: str = "") -> asyncpg.Poo
         # asyncpg's connect timeout defaults to 60 s: a database behind a network cut would hold each new
         # connection that long; no request waits longer than acquire_timeout_s for one anyway.
         timeout=settings.limits.acquire_timeout_s,
-        # No named prepared statements: a cached statement outlives the request that made it, and
-        # pg_prepared_statements shows its text, literals included, to whoever uses the connection next
-        # (another key, another role). Measured cost: README "Pooled connections carry nothing over".
+        # asyncpg's statement cache is not partitioned by principal: a cached statement outlives the request
+        # that made it, and pg_prepared_statements shows its text, literals included, to whoever uses the
+        # connection next (another key, another role). gateway.execute.statements keeps them instead, per
+        # principal.
         statement_cache_size=0,
     )
     try:

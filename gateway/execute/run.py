@@ -2,6 +2,11 @@
 
 The text that runs is exactly the text the safety check saw; the row cap is applied by fetching at most
 ``max_rows + 1`` rows from a portal, so the query's meaning never changes and ``truncated`` is exact.
+
+A repeated query takes three round trips: BEGIN READ ONLY with the SET LOCALs and the cost gate's savepoint
+(behind a DEALLOCATE ALL when the connection last served another principal); Bind and Execute of the
+statement kept for this principal (gateway.execute.statements), which bring the first batch of rows; and
+ROLLBACK with the session reset. A new text adds its Parse, a cost estimate older than a minute its EXPLAIN.
 """
 
 from __future__ import annotations
@@ -19,9 +24,9 @@ import asyncpg
 
 from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.execute import cost, faults, values
-from gateway.execute.budget import Lease, fetch_rows
-from gateway.execute.pool import Target
+from gateway.execute import cost, faults, statements, values
+from gateway.execute.budget import FIRST_BATCH, Lease, fetch_rows
+from gateway.execute.pool import RESET_SQL, SESSION_RESET_SQL, Target
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 
@@ -100,7 +105,8 @@ def _begin_sql(target: Target, role: str | None, statement_timeout_ms: int | Non
     return ";\n".join(parts)
 
 
-async def run_query(target: Target, sql: str, *, max_rows: int | None = None, role: str | None = None) -> QueryResult:
+async def run_query(target: Target, sql: str, *, max_rows: int | None = None, role: str | None = None,
+                    principal: str | None = None) -> QueryResult:
     """Execute ``sql`` on ``target`` and return at most ``max_rows`` rows.
 
     Raises :class:`errors.QueryError` (with ``sqlstate``, ``message``, ``position``),
@@ -109,14 +115,18 @@ async def run_query(target: Target, sql: str, *, max_rows: int | None = None, ro
     ``acquire_timeout_s``; never retried) or :class:`errors.DeadlineExceeded` (the request's deadline,
     :mod:`gateway.deadline`, caps the connection wait and the statement_timeout). A lost connection is
     retried once on a fresh one: the statement is read-only, so running it again is harmless.
+
+    ``principal``: whose request this is (:attr:`gateway.auth.keys.Principal.partition`, which includes
+    ``role``). With one, the statement is kept prepared on the connection for that principal only
+    (gateway.execute.statements); without one (internal callers) nothing is kept.
     """
     cap = min(max_rows or target.settings.limits.max_rows, target.settings.limits.max_rows)
     try:
-        return await _run_guarded(target, sql, cap, role)
+        return await _run_guarded(target, sql, cap, role, principal)
     except faults.FAULTS as exc:
         _raise_unless_retryable(target, exc)
     try:
-        return await _run_guarded(target, sql, cap, role)
+        return await _run_guarded(target, sql, cap, role, principal)
     except faults.FAULTS as exc:
         _raise_unless_retryable(target, exc)
         raise _unavailable(target, exc, faults.Fault.UNAVAILABLE) from exc
@@ -144,41 +154,55 @@ def _raise_if_deadline_spent(target: Target) -> None:
         raise request_deadline.exceeded(f"the query on {target.name!r}")
 
 
-async def _run_guarded(target: Target, sql: str, cap: int, role: str | None) -> QueryResult:
+async def _run_guarded(target: Target, sql: str, cap: int, role: str | None, principal: str | None) -> QueryResult:
     budget = _Budget.of(target)
     if budget.client_s is None:
-        return await _run_once(target, sql, cap, role, budget)
+        return await _run_once(target, sql, cap, role, budget, principal)
     # statement_timeout ends a slow query on the server; this ends the wait for a server that is gone.
     async with asyncio.timeout(budget.client_s):
-        return await _run_once(target, sql, cap, role, budget)
+        return await _run_once(target, sql, cap, role, budget, principal)
 
 
-async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget: _Budget) -> QueryResult:
+async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget: _Budget,
+                    principal: str | None) -> QueryResult:
     started = time.perf_counter()
     lease = await target.results.admit()  # before a connection is taken: waiting must not hold one
     try:
-        return await _run_leased(target, sql, cap, role, budget, lease, started)
+        # The role is part of the partition whatever the caller's principal string says.
+        partition = None if principal is None else f"{principal}|{role or ''}"
+        return await _run_leased(target, sql, cap, role, budget, lease, started, partition)
     except BaseException:
         lease.release()
         raise
 
 
 async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budget: _Budget,
-                      lease: Lease, started: float) -> QueryResult:
+                      lease: Lease, started: float, partition: str | None) -> QueryResult:
     async with _acquire(target, budget.acquire_s) as conn:
         acquired = time.perf_counter()
+        session = statements.session_of(conn)
+        session.reset_done = False
         try:
-            await conn.execute(_begin_sql(target, role, budget.statement_ms))
-            stmt = await _prepare(conn, sql)
-            attributes = stmt.get_attributes()
+            # One round trip: DEALLOCATE ALL when another principal's statements may be on the connection,
+            # BEGIN READ ONLY, the SET LOCALs and the cost gate's savepoint.
+            await conn.execute(statements.claim(session, partition) + _begin_sql(target, role, budget.statement_ms))
+            statements.claimed(session, partition)
+            state = await statements.prepare(conn, session, sql, partition)
+            columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
             await cost.gate(conn, target.name, target.settings.limits, sql, role)
-            cursor = await stmt.cursor()
-            columns = [Column(a.name, a.type.name) for a in attributes]
-            rows, truncated = await _fetch(target, cursor, cap, columns, lease)
+            try:
+                portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1))
+            except asyncpg.InvalidCachedStatementError:
+                # The tables changed under a kept statement: back to the savepoint, prepare again, once.
+                await conn.execute("ROLLBACK TO " + cost.SAVEPOINT)
+                statements.drop(conn, session, sql)
+                state = await statements.prepare(conn, session, sql, partition)
+                columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
+                portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1))
+            rows, truncated = await _fetch(target, portal, cap, columns, lease)
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             if faults.classify(exc, connection_closed=conn.is_closed()) is not None:
                 raise  # run_query reports the fault, with this exception chained
-            await _rollback_quietly(conn, target)
             if isinstance(exc, asyncpg.InterfaceError):
                 # e.g. a statement that expects bind parameters: the client's SQL, not the database, is at fault
                 raise errors.QueryError(str(exc), sqlstate=None, message=str(exc), position=None,
@@ -187,8 +211,8 @@ async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budg
         finally:
             if _cancelling():  # the client left: asyncpg is sending the server a cancel; let it land first
                 await _cancel_landed(conn)
-            if not conn.is_closed() and conn.is_in_transaction():
-                await _rollback_quietly(conn, target)
+            if not conn.is_closed():
+                await _end(conn, target, session, partition)
         executed = time.perf_counter()
     metrics.DB_SECONDS.labels(target.name).observe(executed - acquired)
     result = QueryResult(
@@ -204,18 +228,58 @@ async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budg
     return result
 
 
-async def _prepare(conn: asyncpg.Connection, sql: str) -> asyncpg.prepared_stmt.PreparedStatement:
-    # The unnamed statement (the pool sets statement_cache_size=0, so prepare() names nothing): it lives
-    # until the next Parse on this connection and never shows in pg_prepared_statements, so no later
-    # request on the connection, under any key or role, can read this one's SQL.
-    return await conn.prepare(sql, name=False)  # type: ignore[arg-type]
+class _Portal:
+    """The statement's portal; its first batch comes in the round trip that binds it (Bind, Execute, Sync),
+    where asyncpg's cursor binds in one round trip and fetches in another."""
+
+    __slots__ = ("cursor", "first")
+
+    def __init__(self, cursor: Any, first: list[asyncpg.Record]) -> None:
+        self.cursor = cursor
+        self.first: list[asyncpg.Record] | None = first
+
+    @classmethod
+    async def open(cls, conn: asyncpg.Connection, sql: str, state: Any, n: int) -> _Portal:
+        connection = statements.raw(conn)
+        cursor = asyncpg.cursor.Cursor(connection, sql, state, (), connection._protocol.get_record_class())
+        first = await cursor._bind_exec(n, None)
+        return cls(cursor, first)
+
+    async def fetch(self, n: int) -> list[asyncpg.Record]:
+        first, self.first = self.first, None
+        if first is not None:
+            return first  # fetch_rows asks for FIRST_BATCH (capped by the row cap) first, as opened
+        return await self.cursor.fetch(n)  # type: ignore[no-any-return]
+
+
+async def _end(conn: asyncpg.Connection, target: Target, session: statements.Session,
+               partition: str | None) -> None:
+    """ROLLBACK and the session reset in one round trip, so the pool's own reset can skip the connection.
+
+    The principal's kept statements stay (gateway.execute.statements); without a principal the reset
+    deallocates everything. On failure the connection is closed: the pool opens a fresh one."""
+    keep = partition is not None and session.partition == partition and not session.unsure
+    try:
+        if keep:
+            await conn.execute("ROLLBACK;\n" + SESSION_RESET_SQL)
+        else:
+            session.forget()
+            session.unsure = True
+            await conn.execute("ROLLBACK;\n" + RESET_SQL)
+            statements.cleared(session)
+        session.reset_done = True
+    except Exception as exc:  # noqa: BLE001 - the pool discards a closed connection
+        log.info("rollback_failed", database=target.name, error=repr(exc))
+        conn.terminate()
 
 
 @asynccontextmanager
 async def _acquire(target: Target, timeout: float) -> AsyncIterator[asyncpg.Connection]:
     """A pool connection within ``timeout``; a wait that ends on a busy pool is ``pool_exhausted``."""
     try:
-        conn = await target.pool.acquire(timeout=timeout)
+        # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for runs the wait in a task of its own.
+        async with asyncio.timeout(timeout):
+            conn = await target.pool.acquire()
     except TimeoutError as exc:
         if not faults.pool_exhausted(target.pool, target.settings.pool_max_size):
             raise  # the wait was for a connect: the database's fault, which run_query reports
@@ -249,15 +313,6 @@ async def _cancel_landed(conn: asyncpg.Connection) -> None:
     if protocol is not None and getattr(protocol, "_is_cancelling", lambda: False)():
         with contextlib.suppress(Exception):
             await protocol._wait_for_cancellation(RELEASE_TIMEOUT_S)
-
-
-async def _rollback_quietly(conn: asyncpg.Connection, target: Target) -> None:
-    """Roll back; on a broken connection log and close it, never raise over the error being reported."""
-    try:
-        await conn.execute("ROLLBACK")
-    except Exception as exc:  # noqa: BLE001 - the pool discards a closed connection
-        log.info("rollback_failed", database=target.name, error=repr(exc))
-        conn.terminate()
 
 
 # Types whose values are small and fixed-width; everything else is measured.

@@ -1,7 +1,9 @@
 """Rule sets per database, reloaded when their files change, without a restart; a reload fails closed.
 
-Every :meth:`RulesRegistry.get` stats the database's rule files (a few syscalls) and reloads when a file was
-added, removed or changed. What a reload may never do is lower protection by accident:
+:meth:`RulesRegistry.get` stats the database's rule files and reloads when a file was added, removed or
+changed; it does so only when the rules directory's :class:`~gateway.rules.watch.Watch` saw a change
+(inotify, so the next request sees it; without inotify, at most once a second), not on every request.
+What a reload may never do is lower protection by accident:
 
 - A file that no longer loads (invalid YAML or keys, unreadable) keeps the last good rule set in force.
 - A file that is empty or holds only comments, where it held rules before, is what a half-written file
@@ -28,6 +30,7 @@ from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.rules.loading import EMPTY_FILE, RuleProblem, load_ruleset, rule_files, salvage_hidden
 from gateway.rules.model import RuleSet
+from gateway.rules.watch import Watch
 from gateway.safety.policy import Policy
 
 log = get_logger(__name__)
@@ -48,15 +51,24 @@ class RulesRegistry:
         self._problems: dict[str, list[RuleProblem]] = {}
         self._policies: dict[str, tuple[RuleSet, Policy, Policy]] = {}
         self._had_rules: dict[str, set[Path]] = {}  # files that held a rule document in a good load
+        self._watch = Watch(self.rules_dir)
+        self._checked: dict[str, int] = {}
+        self._empty: dict[str, RuleSet] = {}  # the watch's generation when each database's files were last statted
 
     def get(self, database: str) -> RuleSet:
         """The rule set in force for ``database`` (empty when it has no rule file)."""
-        files = rule_files(self.rules_dir, database)
-        signature = _signature(files)
-        if self._signatures.get(database) != signature:
-            self._signatures[database] = signature
-            self._reload(database, files)
-        return self._sets.get(database) or RuleSet(database=database)
+        generation = self._watch.generation()  # before the stat: a change from now on moves it again
+        if self._checked.get(database) != generation:
+            files = rule_files(self.rules_dir, database)
+            signature = _signature(files)
+            if self._signatures.get(database) != signature:
+                self._signatures[database] = signature
+                self._reload(database, files)
+            self._checked[database] = generation
+        found = self._sets.get(database)
+        if found is None:  # the same empty object each time, so policy_for's memo holds
+            found = self._empty.get(database) or self._empty.setdefault(database, RuleSet(database=database))
+        return found
 
     def problems(self, database: str) -> list[RuleProblem]:
         """Problems of the last load attempt (the rule set in force may be an older, good one)."""
