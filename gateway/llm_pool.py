@@ -46,6 +46,9 @@ class LLMPools:
         self.clients: list[openai.AsyncOpenAI] = []
         self.busy: list[int] = []  # calls in flight per client, same index
         self.peak: list[int] = []  # the most calls a client ever had in flight (tests check the bound)
+        # One TLS context for all pools, made as each client would make its own (the CA bundle, the
+        # SSL_CERT_FILE/SSL_CERT_DIR environment): loading the CAs took ~4 ms per pool, paid by the first burst.
+        self._tls = httpx2.create_ssl_context(verify=True, trust_env=True)
         self._open_pool()  # the first pool at once: the others when the load needs them
 
     @property
@@ -56,7 +59,7 @@ class LLMPools:
         settings = self.settings
         http = openai.DefaultAsyncHttpx2Client(
             limits=httpx2.Limits(max_connections=self.per_pool, max_keepalive_connections=self.per_pool),
-            timeout=settings.timeout_s,
+            timeout=settings.timeout_s, verify=self._tls,
         )
         # The SDK's own retries are off: gateway.llm retries within the request's deadline.
         self.clients.append(openai.AsyncOpenAI(api_key=self._api_key, base_url=settings.base_url,
