@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.observability.logging import get_logger
 from gateway.store.batch import Batcher
 from gateway.store.pool import Db, Store
+
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +144,8 @@ async def _first_turns(store: Store, items: list[tuple[StoredConversation, Store
         )
     try:
         await purge(store.pool, retention_days)
-    except Exception:  # noqa: BLE001 - the turns are committed; the next batch purges
-        pass
+    except Exception as exc:  # noqa: BLE001 - the turns are committed; the next batch purges
+        log.warning("conversation_purge_failed", error=repr(exc))
     return [1 if c.id in created and fresh[c.id][1] is t else None for c, t in items]
 
 
