@@ -1,6 +1,7 @@
 """``POST /v1/ask``: the gateway's own time per attempt, and whether concurrent questions serialize.
 
     python bench/ask.py [--questions 300] [--concurrent 200] [--llm-delay 1.0] [--rounds 3] [--slow-only]
+                        [--store] [--distinct]
 
 Starts an embedded PostgreSQL in a temporary directory with the demo database, a scripted
 OpenAI-compatible LLM on loopback, and the app in-process (its real lifespan; the LLM is reached over real
@@ -19,6 +20,11 @@ HTTP through the openai SDK).
    CPU seconds for the step (client, gateway and SDK; not the LLM server's or PostgreSQL's): when the wall
    is about one LLM delay plus that, the path is CPU-bound, not waiting on a limit. ``--slow-only`` runs
    only this part.
+
+``--store``: with the gateway's store (``store.dsn``, a second database on the same server), so every
+answer is also audited and starts a conversation, as a deployment with a store does. ``--distinct``: the
+concurrent questions differ (each asks about another status, so its SQL text differs too) instead of one
+question asked N times, so that nothing keyed by the question or SQL text is reused within a round.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import httpx2
 import openai
@@ -49,7 +56,7 @@ from gateway.demo.embedded import EmbeddedPostgres
 from gateway.demo.generator import ensure_demo_database
 from gateway.observability.logging import configure_logging
 from gateway.pipeline import prompts
-from gateway.settings import AskPolicy, DatabaseSettings, Limits, LLMSettings, Settings
+from gateway.settings import AskPolicy, DatabaseSettings, Limits, LLMSettings, Settings, StoreSettings
 from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
 
 PASSING = ("How many orders were not cancelled?", "SELECT count(*) AS orders FROM orders WHERE status <> 'cancelled'")
@@ -64,11 +71,19 @@ BROKEN = FIXED[1].replace("r.region_id = c.region_id", "r.id = c.region_id")  # 
 LOCAL_ONLY: dict[str, Any] = {"auth": {"enabled": False}} if "auth" in Settings.model_fields else {}
 
 
+def distinct_question(i: int) -> str:
+    """The i-th of ``--distinct``'s questions: one that passes at once, each with its own SQL text."""
+    return f"How many orders were not cancelled? (variant {i})"
+
+
 def _answer(delay_s: float):  # type: ignore[no-untyped-def]
     def answer(request: LLMRequest) -> Reply:
         user = request.last_user
         if request.system == prompts.REFLECT_SYSTEM:
             text = FIXED[1]
+        elif "(variant " in user:  # --distinct: the same count, another SQL text per variant
+            variant = user.split("(variant ", 1)[1].split(")", 1)[0]
+            text = f"{PASSING[1]} AND order_id > -{int(variant) + 1}"
         elif PASSING[0] in user:
             text = PASSING[1]
         else:
@@ -96,7 +111,7 @@ def _stats(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-def _settings(dsn: str, llm_url: str, tmp: Path) -> Settings:
+def _settings(dsn: str, llm_url: str, tmp: Path, store_dsn: str | None = None) -> Settings:
     (tmp / "rules").mkdir(exist_ok=True)
     (tmp / "guidelines").mkdir(exist_ok=True)
     (tmp / "guidelines" / "default.md").write_text("1. Check every literal against the stored values.\n")
@@ -106,6 +121,7 @@ def _settings(dsn: str, llm_url: str, tmp: Path) -> Settings:
                                             limits=Limits(acquire_timeout_s=60))},
         llm=LLMSettings(base_url=llm_url, model="scripted", timeout_s=30, max_retries=2, max_concurrency=512),
         rules_dir=tmp / "rules", guidelines_dir=tmp / "guidelines",
+        store=StoreSettings(dsn=store_dsn),
         **LOCAL_ONLY,
     )
 
@@ -149,7 +165,8 @@ async def _attempt_overhead(http: httpx.AsyncClient, questions: int) -> None:
     print(f"{'ratio: ask wall / sql wall (medians)':<50} {_stats(ask_wall)[0] / _stats(sql_wall)[0]:>8.2f}")
 
 
-async def _concurrency(http: httpx.AsyncClient, llm_url: str, n: int, delay: float, rounds: int) -> None:
+async def _concurrency(http: httpx.AsyncClient, llm_url: str, n: int, delay: float, rounds: int,
+                       distinct: bool = False) -> None:
     # The floor's pool keeps all n connections open between rounds, as the gateway's does (gateway/llm.py).
     pool = openai.DefaultAsyncHttpx2Client(limits=httpx2.Limits(max_connections=n, max_keepalive_connections=n))
     direct = openai.AsyncOpenAI(base_url=llm_url, api_key="not-needed", max_retries=2, timeout=60, http_client=pool)
@@ -165,10 +182,14 @@ async def _concurrency(http: httpx.AsyncClient, llm_url: str, n: int, delay: flo
         cpu["floor"].append(time.process_time() - c0)
         return time.perf_counter() - t0
 
+    asked = [0]  # --distinct: every round asks new variants
+
     async def questions() -> float:
         c0, t0 = time.process_time(), time.perf_counter()
-        responses = await asyncio.gather(*(http.post("/v1/ask", json={"question": PASSING[0], "database": "demo"})
-                                           for _ in range(n)))
+        texts = [distinct_question(asked[0] + i) if distinct else PASSING[0] for i in range(n)]
+        asked[0] += n
+        responses = await asyncio.gather(*(http.post("/v1/ask", json={"question": text, "database": "demo"})
+                                           for text in texts))
         wall = time.perf_counter() - t0
         cpu["questions"].append(time.process_time() - c0)
         bad = [r.text for r in responses if r.status_code != 200 or r.json()["status"] != "ok"]
@@ -194,7 +215,9 @@ async def _concurrency(http: httpx.AsyncClient, llm_url: str, n: int, delay: flo
         walls.append(await questions())
     await direct.close()
     f, w, c = statistics.median(floors), statistics.median(walls), statistics.median(ctx_walls)
-    print(f"\n2. {n} concurrent questions, LLM takes {delay:.2f} s per call, {rounds} interleaved rounds (seconds)")
+    kind = "distinct" if distinct else "identical"
+    print(f"\n2. {n} concurrent {kind} questions, LLM takes {delay:.2f} s per call, {rounds} interleaved rounds "
+          "(seconds)")
     # cpu: this process's CPU seconds (client, gateway, SDK; not the LLM server's nor PostgreSQL's)
     print(f"{'what':<50} {'median':>8} {'max':>8} {'cpu':>8}")
     print("-" * 77)
@@ -225,13 +248,21 @@ async def _main(args: argparse.Namespace) -> None:
     try:
         server.start()
         dsn = await ensure_demo_database(server.admin_dsn)
+        store_dsn = None
+        if args.store:
+            admin = await asyncpg.connect(server.admin_dsn)
+            try:
+                await admin.execute("CREATE DATABASE nl2sql_bench_store")
+            finally:
+                await admin.close()
+            store_dsn = server.dsn("nl2sql_bench_store")
         if not args.slow_only:
             with scripted_llm(0.0) as llm_url:
-                async with _client(_settings(dsn, llm_url, tmp)) as http:
+                async with _client(_settings(dsn, llm_url, tmp, store_dsn)) as http:
                     await _attempt_overhead(http, args.questions)
         with scripted_llm(args.llm_delay) as llm_url:
-            async with _client(_settings(dsn, llm_url, tmp)) as http:
-                await _concurrency(http, llm_url, args.concurrent, args.llm_delay, args.rounds)
+            async with _client(_settings(dsn, llm_url, tmp, store_dsn)) as http:
+                await _concurrency(http, llm_url, args.concurrent, args.llm_delay, args.rounds, args.distinct)
     finally:
         server.destroy()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -244,6 +275,10 @@ def main() -> None:
     ap.add_argument("--llm-delay", type=float, default=1.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--slow-only", action="store_true", help="only part 2 (concurrent questions, slow LLM)")
+    ap.add_argument("--store", action="store_true",
+                    help="with the gateway's store: answers audited, conversations recorded")
+    ap.add_argument("--distinct", action="store_true",
+                    help="part 2 asks N different questions (different SQL texts), not one question N times")
     args = ap.parse_args()
     configure_logging("WARNING", json_logs=True)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; client, gateway and scripted LLM share them")

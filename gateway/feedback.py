@@ -1,6 +1,7 @@
 """Feedback: the audit of answered questions, and what clients say about the answers (``POST /v1/feedback``).
 
-- Every answer is audited in the store before it is sent, so feedback can name it by request id.
+- Every answer is audited in the store before it is sent, so feedback can name it by request id (with the
+  answers of concurrent requests in one statement: gateway.store.batch).
 - Feedback is idempotent per (request, client): the same feedback again returns the stored row; different
   feedback from the same client is a ``feedback_conflict``.
 - ``correct`` proposes the question and its final SQL as an example (and verifies the corrections that
@@ -72,7 +73,7 @@ async def audit_answer(store: Store | None, answer: Any, evidence: str | None = 
         return
     try:
         async with asyncio.timeout(AUDIT_TIMEOUT_S):
-            if not await audit.record(store.pool, _audit_entry(answer, evidence)):
+            if not await audit.record_batched(store, _audit_entry(answer, evidence)):
                 # A reused id keeps its first answer; feedback on this one would apply to that one.
                 log.warning("audit_request_id_reused", request_id=answer.request_id)
     except Exception as exc:  # noqa: BLE001 - see the docstring

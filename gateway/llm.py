@@ -19,14 +19,15 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
-import httpx2  # the openai SDK's HTTP client (its dependency): its pool limits
 import openai
 
 from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.backpressure import WaitBound
 from gateway.breaker import Breaker
+from gateway.llm_pool import LLMPools
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.settings import LLMSettings
@@ -35,7 +36,6 @@ log = get_logger(__name__)
 
 BACKOFF_BASE_S = 0.25
 BACKOFF_MAX_S = 4.0
-SPARE_CONNECTIONS = 2  # beyond llm.max_concurrency: the readiness probe (GET /models) skips the queue
 MIN_CALL_S = 0.05  # below this much time left, a call cannot succeed: give up instead of trying
 
 
@@ -51,9 +51,9 @@ class LLMReply:
 class LLMClient:
     """Chat completions with bounded concurrency, bounded retries and metrics by purpose."""
 
-    def __init__(self, settings: LLMSettings, client: openai.AsyncOpenAI) -> None:
+    def __init__(self, settings: LLMSettings, pools: LLMPools) -> None:
         self.settings = settings
-        self.client = client
+        self.pools = pools
         self._slots = WaitBound(settings.max_concurrency, settings.max_queued, "llm", "llm.max_queued")
         self.breaker = Breaker(settings.breaker_failures, settings.breaker_open_s)
 
@@ -96,9 +96,9 @@ class LLMClient:
                     async with asyncio.timeout(timeout):
                         async with self._slots.slot():
                             in_flight = True
-                            response = await self.client.chat.completions.create(
-                                model=model, messages=messages,  # type: ignore[arg-type]
-                                temperature=temperature, timeout=timeout,
+                            response = await self.pools.chat(
+                                {"model": model, "messages": messages, "temperature": temperature},
+                                timeout=timeout,
                             )
                     reply = _reply(response, model, started)
                     outcome = "ok"
@@ -165,35 +165,45 @@ class LLMClient:
         """Why the endpoint cannot be used (no answer, key refused), or None. Asks ``GET /models``, which
         costs no tokens; a server without that route still counts as reachable."""
         try:
-            await self.client.models.list(timeout=timeout_s)
+            await self.pools.list_models(timeout=timeout_s)
         except openai.AuthenticationError as exc:
             return f"the LLM endpoint refused the API key: {_short(exc)}"
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            return f"the LLM endpoint {self.client.base_url} does not answer: {_short(exc)}"
+            return f"the LLM endpoint {self.pools.base_url} does not answer: {_short(exc)}"
         except openai.APIError:
             pass  # 404 and the like: the endpoint is there, it just has no model listing
         return None
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.pools.close()
 
 
-def _reply(response: object, model: str, started: float) -> LLMReply:
-    choices = getattr(response, "choices", None)
-    if not choices:
+def _reply(response: Any, model: str, started: float) -> LLMReply:
+    """The reply from a chat completion's decoded JSON; any other JSON is :class:`errors.LLMBadOutput`."""
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if not choices or not isinstance(choices, list):
         raise errors.LLMBadOutput("the LLM endpoint answered without any choice")
-    message = getattr(choices[0], "message", None)
-    text = getattr(message, "content", None)
+    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    text = message.get("content") if isinstance(message, dict) else None
     if not isinstance(text, str):
         raise errors.LLMBadOutput("the LLM endpoint answered without message content")
-    usage = getattr(response, "usage", None)
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     return LLMReply(
         text=text,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
         llm_ms=(time.monotonic() - started) * 1000,
-        model=str(getattr(response, "model", None) or model),
+        model=str(response.get("model") or model),
     )
+
+
+def _count(value: Any) -> int:
+    """A token count as the endpoint reported it; 0 when it reported none or something else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**53:
+        return 0  # NaN fails the comparison too
+    return int(value)
 
 
 def _give_up(exc: Exception, attempts: int, *, cut_short: bool) -> errors.GatewayError:
@@ -251,16 +261,9 @@ async def open_llm(settings: LLMSettings) -> AsyncIterator[LLMClient | None]:
         yield None
         return
     key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"  # local servers need none
-    # The connection pool follows the semaphore: every admitted call gets a connection at once, and the
-    # connections of a burst stay open for the next one. With the SDK's defaults (100 kept alive) a burst
-    # above 100 calls closes the rest when it ends and reconnects them on the next burst.
-    http = openai.DefaultAsyncHttpx2Client(limits=httpx2.Limits(
-        max_connections=settings.max_concurrency + SPARE_CONNECTIONS,
-        max_keepalive_connections=settings.max_concurrency,
-    ), timeout=settings.timeout_s)
-    client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url, timeout=settings.timeout_s, max_retries=0,
-                                http_client=http)
-    llm = LLMClient(settings, client)
+    # The connections follow the semaphore (gateway.llm_pool): every admitted call gets one at once, and
+    # the connections of a burst stay open for the next one.
+    llm = LLMClient(settings, LLMPools(settings, key))
     try:
         yield llm
     finally:

@@ -130,7 +130,7 @@ class GoldFirst(LLMClient):
     """
 
     def __init__(self, inner: LLMClient, gold_sql: str) -> None:  # shares the inner client's bounds and breaker
-        super().__init__(inner.settings, inner.client)
+        super().__init__(inner.settings, inner.pools)
         self.inner, self.gold_sql = inner, gold_sql
 
     async def complete(self, messages: list[dict[str, str]], *, purpose: str, model: str,

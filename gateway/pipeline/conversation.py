@@ -186,10 +186,12 @@ async def record(state: GatewayState, thread: Thread, q: Question, answer: Answe
     )
     try:
         async with asyncio.timeout(RECORD_TIMEOUT_S):
-            async with store.transaction() as conn:
-                turn.n = await conversations.add_turn(conn, thread.conversation, turn)
-            if thread.new:  # a new conversation is the moment to forget expired ones
-                await conversations.purge(store.pool, state.settings.store.conversation_retention_days)
+            if thread.new:  # with concurrent new conversations in one statement; then expired ones purged
+                turn.n = await conversations.add_first_turn(store, thread.conversation, turn,
+                                                            state.settings.store.conversation_retention_days)
+            else:
+                async with store.transaction() as conn:
+                    turn.n = await conversations.add_turn(conn, thread.conversation, turn)
     except Exception as exc:  # noqa: BLE001 - the answer matters more than its place in the conversation
         log.warning("conversation_turn_not_recorded", conversation_id=thread.id, request_id=answer.request_id,
                     error=repr(exc))

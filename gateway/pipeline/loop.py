@@ -91,10 +91,13 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     target = state.target(q.database)
     policy = target.settings.ask
     deadline = time.monotonic() + min(policy.time_budget_s, state.settings.server.request_timeout_s)
+    # The rules in force, looked up once per question: each lookup stats the rule files, and every stage of
+    # every attempt needs them. A reload lands with the next question, never halfway through one.
+    rules = state.ruleset(q.database)
     policy_now = state.policy(q.database)
     hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
     if state.settings.store.exact_match_answers and not earlier.prompt:  # a follow-up's words mean nothing alone
-        offline = _Run(state, q, target, None, None, policy, deadline, None, state.ruleset(q.database), hidden)
+        offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
         verified = await answer_verified(state, q, policy, on_attempt, offline.check_and_run)
         if verified is not None:
             return verified
@@ -104,13 +107,16 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         if state.settings.store.exact_match_answers:  # the demo's offline mode: say what does work
             raise await offline_answers_only(state, q, exc) from None
         raise
-    ctx = await build_context(state, state.settings.context, target, state.ruleset(q.database), q.question,
+    ctx = await build_context(state, state.settings.context, target, rules, q.question,
                               "\n".join(filter(None, [q.evidence, earlier.topic])))
-    run = _Run(state, q, target, llm, model, policy, deadline, ctx, state.ruleset(q.database), hidden)
+    run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules, hidden)
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []
     history = attempts  # what reflection sees and the answer is chosen from: with candidates, the chosen one on
+    # The SQL tried so far, to stop when a reflection repeats one; normalized only once a reflection needs
+    # the comparison (most questions pass at once and never do).
     seen: set[str] = set()
+    tried: list[str] = []
     candidates: dict[str, Any] | None = None  # with ask.candidates > 1: their groups and the choice
 
     async def record(attempt: Attempt) -> None:
@@ -129,7 +135,7 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
                                 on_attempt=on_attempt, on_candidates=on_candidates, earlier=earlier.prompt)
         attempts.extend(pick.attempts)
         attempt, history, candidates = pick.chosen, [pick.chosen], pick.summary
-        seen.update(normalize_sql(a.sql) for a in attempts if a.sql)
+        tried.extend(a.sql for a in attempts if a.sql)
     else:
         began = time.perf_counter()
         drafted = await generate(llm, ctx, q.question, q.evidence, model=model, temperature=policy.temperature,
@@ -146,7 +152,7 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
             return answer
         attempt = await _evaluate(run, 1, "generation", drafted, began, guideline_applied=False)
         if attempt.sql:
-            seen.add(normalize_sql(attempt.sql))
+            tried.append(attempt.sql)
         await record(attempt)
 
     stop_reason = "passed"
@@ -181,6 +187,8 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
             break
         reflections += 1
         key = normalize_sql(drafted.sql) if drafted.sql else None
+        seen.update(normalize_sql(text) for text in tried)
+        tried.clear()
         if key is not None and key in seen:
             attempt = _repeated(attempts[-1].n + 1, drafted, began, applied)
             await record(attempt)

@@ -22,6 +22,7 @@ False
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import sqlglot
@@ -42,8 +43,23 @@ class SqlShape:
     outer_nullable: tuple[bool, ...] | None     # per result column: reads only outer-join-nullable tables
 
 
+SHAPE_CACHE_ENTRIES = 1024
+SHAPE_CACHE_MAX_CHARS = 16_384  # long one-off statements are not worth the memory
+
+
 def shape_of_sql(sql: str) -> SqlShape | None:
-    """The shape of ``sql``'s result, or None when sqlglot cannot read it or it is not one query."""
+    """The shape of ``sql``'s result, or None when sqlglot cannot read it or it is not one query.
+
+    A pure function of the text (no database, rules or principal in it), so recent answers are kept: the
+    parse is the costliest part of validating a result, and dashboards and retried questions send the same
+    SQL again. The shape is immutable, so sharing one between requests shares nothing mutable.
+    """
+    if len(sql) > SHAPE_CACHE_MAX_CHARS:
+        return _shape(sql)
+    return _cached_shape(sql)
+
+
+def _shape(sql: str) -> SqlShape | None:
     try:
         statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
@@ -69,6 +85,9 @@ def shape_of_sql(sql: str) -> SqlShape | None:
         aggregate_columns=None if star else aggregates,
         outer_nullable=None if star else _outer_nullable(select),
     )
+
+
+_cached_shape = lru_cache(maxsize=SHAPE_CACHE_ENTRIES)(_shape)
 
 
 def _row_source(tree: Any) -> exp.Select | None:

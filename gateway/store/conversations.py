@@ -9,7 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.store.pool import Db
+from gateway.observability.logging import get_logger
+from gateway.store.batch import Batcher
+from gateway.store.pool import Db, Store
+
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,70 @@ async def add_turn(db: Db, conversation: StoredConversation, turn: StoredTurn) -
     )
     await db.execute("UPDATE conversations SET last_turn_at = now() WHERE id = $1", conversation.id)
     return n
+
+
+async def add_first_turn(store: Store, conversation: StoredConversation, turn: StoredTurn,
+                         retention_days: float) -> int:
+    """The first turn of a new conversation, written together with those of concurrent requests
+    (``gateway.store.batch``); returns the turn's number once its batch committed.
+
+    Expired conversations are purged after each batch (the moment a new conversation starts), once for the
+    batch rather than once per request.
+    """
+    batcher = store.batchers.get("first_turns")
+    if batcher is None:
+        batcher = store.batchers["first_turns"] = Batcher(
+            lambda items: _first_turns(store, items, retention_days),
+            lambda item: _first_turn_alone(store, item[0], item[1], retention_days),
+        )
+    n: int | None = await batcher.submit((conversation, turn))
+    if n is None:  # the id was taken (128 random bits: a bug of ours): the single path checks the owner
+        n = await _first_turn_alone(store, conversation, turn, retention_days)
+    return n
+
+
+async def _first_turn_alone(store: Store, conversation: StoredConversation, turn: StoredTurn,
+                            retention_days: float) -> int:
+    async with store.transaction() as conn:
+        n = await add_turn(conn, conversation, turn)
+    await purge(store.pool, retention_days)
+    return n
+
+
+async def _first_turns(store: Store, items: list[tuple[StoredConversation, StoredTurn]],
+                       retention_days: float) -> list[int | None]:
+    """New conversations and their first turns in one transaction; None for an id that already exists
+    (or repeats within the batch): that one is written alone."""
+    fresh: dict[str, tuple[StoredConversation, StoredTurn]] = {}
+    for conversation, turn in items:
+        fresh.setdefault(conversation.id, (conversation, turn))
+    async with store.transaction() as conn:
+        created = {r["id"] for r in await conn.fetch(
+            "INSERT INTO conversations (id, owner, database) SELECT r.id, r.owner, r.database "
+            "FROM jsonb_to_recordset($1::jsonb) AS r(id text, owner text, database text) "
+            "ON CONFLICT (id) DO NOTHING RETURNING id",
+            [{"id": c.id, "owner": c.owner, "database": c.database} for c, _ in fresh.values()],
+        )}
+        await conn.execute(
+            """
+            INSERT INTO conversation_turns (conversation_id, n, request_id, question, evidence, status, sql, columns,
+                                            row_count, truncated, clarification)
+            SELECT r.conversation_id, 1, r.request_id, r.question, r.evidence, r.status, r.sql, r.columns,
+                   r.row_count, r.truncated, r.clarification
+            FROM jsonb_to_recordset($1::jsonb) AS r(conversation_id text, request_id text, question text,
+                                                   evidence text, status text, sql text, columns jsonb,
+                                                   row_count integer, truncated boolean, clarification jsonb)
+            """,
+            [{"conversation_id": c.id, "request_id": t.request_id, "question": t.question, "evidence": t.evidence,
+              "status": t.status, "sql": t.sql, "columns": t.columns, "row_count": t.row_count,
+              "truncated": t.truncated, "clarification": t.clarification}
+             for c, t in fresh.values() if c.id in created],
+        )
+    try:
+        await purge(store.pool, retention_days)
+    except Exception as exc:  # noqa: BLE001 - the turns are committed; the next batch purges
+        log.warning("conversation_purge_failed", error=repr(exc))
+    return [1 if c.id in created and fresh[c.id][1] is t else None for c, t in items]
 
 
 async def purge(db: Db, retention_days: float) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import asyncpg
@@ -52,6 +52,8 @@ class Store:
     """The gateway's own database."""
 
     pool: asyncpg.Pool
+    # Group commit of the per-answer writes (gateway.store.batch), by repository: made on first use.
+    batchers: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     async def open(cls, settings: StoreSettings, *, apply_migrations: bool = True) -> Store:
@@ -79,6 +81,8 @@ class Store:
         return store
 
     async def close(self) -> None:
+        for batcher in list(self.batchers.values()):
+            await batcher.close()  # the rows of requests still waiting are written first
         await self.pool.close()
 
     @asynccontextmanager

@@ -98,3 +98,16 @@ async def test_a_reflection_never_makes_the_answer_worse(demo_dsn: str, llm: Scr
     assert [codes(a) for a in answer["attempts"]] == [["empty_result"], ["exec_error"]]
     assert answer["status"] == "suspicious" and answer["sql"] == "SELECT name FROM regions WHERE code = 'weu'"
     assert answer["columns"] == [{"name": "name", "type": "text"}]
+
+
+async def test_the_heap_is_frozen_once_a_gateway_opened(demo_dsn: str, llm: ScriptedLLM,
+                                                        dirs: dict[str, Path]) -> None:
+    # gateway.service freezes the start-up heap (gc.freeze) so that generation-2 collections under load do
+    # not walk it; frozen objects are still freed by reference counting, so the gateway works as before.
+    import gc
+
+    script(llm, sql("SELECT count(*) AS n FROM orders"))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
+        assert gc.get_freeze_count() > 10_000
+        response = await post_ask(http, "How many orders are there?")
+    assert response.status_code == 200 and response.json()["status"] == "ok"

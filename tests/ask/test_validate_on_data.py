@@ -54,3 +54,17 @@ async def test_checks_on_demo_results(demo_dsn: str, question: str, sql: str, ex
         await conn.close()
     found = [f.code for f in check_result(ResultView(question, columns, rows, False, shape_of_sql(sql)))]
     assert found == expected
+
+
+def test_shapes_are_kept_per_sql_text_within_a_bound() -> None:
+    from gateway.pipeline import sqlshape
+
+    text = "SELECT region_id, count(*) FROM customers GROUP BY region_id -- shape cache test"
+    first = shape_of_sql(text)
+    assert first is not None and shape_of_sql(text) is first  # parsed once
+    assert shape_of_sql(text + " ") == first and shape_of_sql(text + " ") is not first  # keyed by the exact text
+    long_sql = "SELECT 1 AS x WHERE " + " AND ".join(["1 = 1"] * 3000)
+    before = sqlshape._cached_shape.cache_info().currsize
+    assert shape_of_sql(long_sql) is not None and shape_of_sql(long_sql) is not shape_of_sql(long_sql)
+    assert sqlshape._cached_shape.cache_info().currsize == before  # long texts are not kept
+    assert sqlshape._cached_shape.cache_info().maxsize == sqlshape.SHAPE_CACHE_ENTRIES

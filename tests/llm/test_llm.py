@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator
 
@@ -11,6 +12,7 @@ from pydantic import SecretStr
 
 from gateway import errors
 from gateway.llm import LLMClient, is_configured, open_llm
+from gateway.llm_pool import LLMPools
 from gateway.observability import metrics
 from gateway.settings import LLMSettings
 from gateway.testing.scripted_llm import Reply, ScriptedLLM
@@ -109,3 +111,43 @@ def test_configuration() -> None:
 async def test_no_endpoint_no_client() -> None:
     async with open_llm(LLMSettings(model="m")) as llm:
         assert llm is None
+
+
+async def test_bodies_that_are_not_completions_are_bad_output(scripted: ScriptedLLM) -> None:
+    # The gateway reads the completion's JSON itself (gateway.llm_pool): every malformed shape is
+    # llm_bad_output, never a crash.
+    for body in ('[]', '"text"', '{"choices": "x"}', '{"choices": [1]}', '{"choices": [{"message": "x"}]}',
+                 '{"choices": [{"message": {"content": null}}]}', '{"choices": [{"message": {"content": 5}}]}'):
+        scripted.default = Reply(raw_body=body)
+        with pytest.raises(errors.LLMBadOutput):
+            await complete(scripted)
+
+
+async def test_odd_usage_counts_as_no_tokens(scripted: ScriptedLLM) -> None:
+    scripted.default = Reply(raw_body='{"choices": [{"message": {"content": "ok"}}], "model": "x", '
+                                      '"usage": {"prompt_tokens": "many", "completion_tokens": 3.0}}')
+    reply = await complete(scripted)
+    assert (reply.text, reply.model, reply.prompt_tokens, reply.completion_tokens) == ("ok", "x", 0, 3)
+
+
+async def test_calls_spread_over_small_connection_pools(scripted: ScriptedLLM) -> None:
+    # Several small pools instead of one large one (gateway.llm_pool): no pool ever carries more calls
+    # than its connections (a new pool opens when the open ones are full), and every admitted call is in
+    # flight at once.
+    hold = threading.Event()
+    scripted.default = Reply("ok", hold=hold)
+    settings = LLMSettings(base_url=scripted.base_url, model="m", max_concurrency=7)
+    pools = LLMPools(settings, "not-needed", per_pool=3)
+    llm = LLMClient(settings, pools)
+    try:
+        calls = [asyncio.create_task(llm.complete(MESSAGES, purpose="generate", model="m")) for _ in range(7)]
+        while len(scripted.requests) < 7:
+            await asyncio.sleep(0.01)
+        assert pools.max_pools == 3 and len(pools.clients) == 3 and sorted(pools.busy) == [1, 3, 3]
+        assert await llm.unreachable() is None  # the probe takes a spare connection, not a queue place
+        hold.set()
+        assert [r.text for r in await asyncio.gather(*calls)] == ["ok"] * 7
+        assert max(pools.peak) == 3 and pools.busy == [0, 0, 0]
+    finally:
+        hold.set()
+        await llm.close()
