@@ -2,8 +2,10 @@
 
 A dashboard sends the same statements again and again; parsing and planning them anew on every request is
 most of what Postgres spends on it. So a connection keeps the statements it prepared, by SQL text (the last
-``MAX_STATEMENTS``, only texts up to ``MAX_SQL_CHARS``), for the **one principal** that prepared them: the
-partition is the API key and the Postgres role it runs as (:attr:`gateway.auth.keys.Principal.partition`).
+``MAX_STATEMENTS`` and at most ``MAX_KEPT_CHARS`` of SQL text, only texts up to ``MAX_SQL_CHARS``: a
+backend holds each kept statement's parse tree and plan, several times its text), for the **one principal**
+that prepared them: the partition is the API key and the Postgres role it runs as
+(:attr:`gateway.auth.keys.Principal.partition`).
 
 - When a connection is used by another partition than last time, ``DEALLOCATE ALL`` goes first in the same
   round trip as the BEGIN (:func:`claim`), and the connection counts as *unsure* until that round trip
@@ -30,18 +32,20 @@ from asyncpg.pool import PoolConnectionProxy
 
 MAX_STATEMENTS = 64  # per connection; the least recently used one is closed when a new one would exceed it
 MAX_SQL_CHARS = 16_384  # longer texts are one-offs: prepared unnamed, never kept
+MAX_KEPT_CHARS = 262_144  # per connection: 64 long texts would otherwise hold tens of MB in each backend
 DEALLOCATE = "DEALLOCATE ALL;\n"
 
 
 class Session:
     """What this process knows about one connection's session."""
 
-    __slots__ = ("__weakref__", "partition", "unsure", "statements", "reset_done", "names")
+    __slots__ = ("__weakref__", "partition", "unsure", "statements", "kept_chars", "reset_done", "names")
 
     def __init__(self) -> None:
         self.partition: str | None = None  # whose statements the connection holds (None: nobody's)
         self.unsure = False  # a DEALLOCATE was sent and its answer not seen: the server may hold anything
         self.statements: OrderedDict[str, Any] = OrderedDict()  # SQL text -> asyncpg's statement state
+        self.kept_chars = 0  # the length of every kept text, summed
         self.reset_done = False  # the run path already reset the session; the pool's reset may skip it
         self.names = 0
 
@@ -51,6 +55,7 @@ class Session:
             state.detach()
             state.mark_closed()  # not scheduled for a Close: DEALLOCATE ALL removes it
         self.statements.clear()
+        self.kept_chars = 0
 
 
 _sessions: weakref.WeakKeyDictionary[asyncpg.Connection, Session] = weakref.WeakKeyDictionary()
@@ -107,8 +112,10 @@ async def prepare(conn: Any, session: Session, sql: str, partition: str | None) 
     state = stmt._state
     state.attach()  # held by the session, not by the request's PreparedStatement
     session.statements[sql] = state
-    if len(session.statements) > MAX_STATEMENTS:
-        _, oldest = session.statements.popitem(last=False)
+    session.kept_chars += len(sql)
+    while len(session.statements) > MAX_STATEMENTS or session.kept_chars > MAX_KEPT_CHARS:
+        text, oldest = session.statements.popitem(last=False)
+        session.kept_chars -= len(text)
         _close(conn, oldest)
     return state
 
@@ -117,6 +124,7 @@ def drop(conn: Any, session: Session, sql: str) -> None:
     """Forget the kept statement for ``sql`` (its plan went stale); asyncpg closes it on the server."""
     state = session.statements.pop(sql, None)
     if state is not None:
+        session.kept_chars -= len(sql)
         _close(conn, state)
 
 

@@ -2,7 +2,7 @@
 
 :meth:`RulesRegistry.get` stats the database's rule files and reloads when a file was added, removed or
 changed; it does so only when the rules directory's :class:`~gateway.rules.watch.Watch` saw a change
-(inotify, so the next request sees it; without inotify, at most once a second), not on every request.
+(inotify, so the next request sees it) or a second has passed (what no event reports), not on every request.
 What a reload may never do is lower protection by accident:
 
 - A file that no longer loads (invalid YAML or keys, unreadable) keeps the last good rule set in force.

@@ -190,3 +190,21 @@ async def test_the_session_is_reset_between_requests_of_the_same_key(gw: Gateway
     assert after.rows == [[roles.bi]]
     plain = await run_query(target, "SELECT current_user::text")
     assert plain.rows == [[roles.reader]]  # the key's role ended with its transaction
+
+
+async def test_kept_statements_are_bounded_by_their_total_text(gw: Gateway, roles: Roles) -> None:
+    """Long texts under the per-statement limit still add up: the oldest go once the total would pass
+    MAX_KEPT_CHARS, on the server as well as here."""
+    target = gw.state.targets.by_name["demo"]
+    token = await gw.key(pg_role=roles.bi)
+    who = partition(token, roles.bi)
+    size = statements.MAX_SQL_CHARS - 100
+    texts = [f"SELECT {i} AS n, '{'x' * (size - 40)}'::text AS pad" for i in range(20)]
+    assert sum(map(len, texts)) > statements.MAX_KEPT_CHARS
+    for sql in texts:
+        assert (await run_query(target, sql, role=roles.bi, principal=who)).rows[0][0] == texts.index(sql)
+    listed = await prepared(gw, "demo", token, roles.bi)
+    kept = [text for text in listed.values() if text in texts]
+    assert texts[-1] in kept and texts[0] not in kept
+    assert sum(map(len, kept)) <= statements.MAX_KEPT_CHARS
+    assert len(kept) == statements.MAX_KEPT_CHARS // len(texts[0])  # as many as fit, no fewer
