@@ -122,9 +122,12 @@ def log_request(fields: dict[str, Any]) -> None:
     _merge(None, "info", event)
     event["level"] = "info"
     event["timestamp"] = iso_utc(time.time_ns())
-    # format_exc_info has nothing to do without exc_info; PrintLogger prints the line and flushes.
-    STDERR.write(str(direct.renderer(None, "info", event)) + "\n")
-    STDERR.flush()
+    # format_exc_info has nothing to do without exc_info; PrintLogger prints the line and flushes. A
+    # line-buffered stream (stderr is, since Python 3.9) has flushed at the newline already.
+    stream = sys.stderr
+    stream.write(str(direct.renderer(None, "info", event)) + "\n")
+    if not getattr(stream, "line_buffering", False):
+        stream.flush()
 
 
 _second = -1

@@ -162,3 +162,19 @@ def test_request_ids_are_32_hex_digits_and_never_repeat() -> None:
     ids = [middleware.new_request_id() for _ in range(2000)]  # several 4 KiB reads
     assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
     assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("line_buffering", [True, False])
+def test_the_request_line_reaches_the_stream_at_once(monkeypatch: pytest.MonkeyPatch, stderr: pytest.CaptureFixture[str],
+                                                     line_buffering: bool) -> None:
+    """Whether stderr is line-buffered (flushed at the newline) or not (flushed after the write), the line is
+    in the file when log_request returns: a crash right after loses no request line."""
+    import io
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(io.BufferedWriter(raw, buffer_size=1 << 16), encoding="utf-8",
+                              line_buffering=line_buffering)
+    configure_logging("INFO", json_logs=True)
+    monkeypatch.setattr("sys.stderr", stream)
+    log_request(dict(FIELDS))
+    assert json.loads(raw.getvalue())["endpoint"] == FIELDS["endpoint"]
