@@ -110,7 +110,17 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle is not existing:
-            cycle.transport = _HeldHead(self.transport, cycle)  # type: ignore[assignment]
+            held = _HeldHead(self.transport, cycle)
+            cycle.transport = held  # type: ignore[assignment]
+            done = cycle.on_response
+
+            def on_response() -> None:
+                # A HEAD answer, or one whose body was empty: this request's head alone. Flushed through the
+                # request's own callback, not self.cycle: a pipelined next request has taken that already.
+                held.flush()
+                done()
+
+            cycle.on_response = on_response
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
@@ -119,10 +129,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             cycle.scope[BODY_READ] = True  # type: ignore[literal-required]
 
     def on_response_complete(self) -> None:
-        cycle = self.cycle
-        if cycle is not None and isinstance(cycle.transport, _HeldHead):
-            cycle.transport.flush()  # a HEAD answer, or one whose body was empty: the head alone
         super().on_response_complete()
+        cycle = self.cycle
         if cycle is not None and cycle.more_body and not self.transport.is_closing():
             self.transport.close()  # answered before the body was read whole: do not read it any further
 

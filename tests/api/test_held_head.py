@@ -72,3 +72,47 @@ def test_a_head_without_body_leaves_on_flush_or_close() -> None:
     held.write(b"HEAD")
     held.close()  # an app that failed after starting its answer: the head, then the close
     assert (transport.writes, transport.closed) == ([b"HEAD"], True)
+
+
+async def test_pipelined_requests_each_get_their_head() -> None:
+    """A HEAD answer has no body to carry its held head: it leaves when that request's response completes,
+    even when the client has already sent its next request on the connection (pipelining)."""
+    import asyncio
+    import socket
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    from gateway.api.server import bounded_protocol
+    from gateway.settings import Settings
+
+    async def hello(request: Any) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def empty(request: Any) -> Response:
+        return Response(b"", status_code=200)
+
+    app = Starlette(routes=[Route("/hello", hello, methods=["GET", "HEAD"]), Route("/empty", empty)])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off",
+                                           http=bounded_protocol(Settings())))  # type: ignore[arg-type]
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        reader, writer = await asyncio.open_connection(*sock.getsockname())
+        request = "{} {} HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        writer.write("".join(request.format(*r) for r in [("HEAD", "/hello"), ("GET", "/empty"), ("HEAD", "/hello"),
+                                                          ("GET", "/hello")]).encode()
+                     + b"GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        raw = await asyncio.wait_for(reader.read(-1), 10)  # until the server closes after the last answer
+        writer.close()
+    finally:
+        server.should_exit = True
+        await task
+    heads = raw.split(b"HTTP/1.1 ")[1:]
+    assert len(heads) == 5, raw
+    assert [h.endswith(b'{"status":"ok"}') for h in heads] == [False, False, False, True, True], raw
