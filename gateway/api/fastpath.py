@@ -17,6 +17,7 @@ exactly:
   through the route's response model, no streaming or event-stream route, no route-level body limit.
 
 Anything else falls back to FastAPI: routes not in the table or not compilable, dependency overrides (tests),
+an app with FastAPI's native OpenTelemetry on (its spans come from FastAPI's own routing),
 a body that does not validate (FastAPI then produces its own 422/400 and runs the dependencies in its order,
 which is why the body is checked before any dependency runs here), duplicate headers. Errors raised by the
 dependencies or the endpoint go through the app's own exception handlers (looked up as Starlette's
@@ -225,7 +226,9 @@ class FastRoutes:
         if not self.enabled:
             return None
         app = scope.get("app")
-        if not isinstance(app, FastAPI):
+        # Only under the gateway's app with FastAPI's OpenTelemetry off (gateway.api.app.GatewayApp decides
+        # once): with it on, FastAPI's routing records the route and the dependency spans, which this skips.
+        if not isinstance(app, FastAPI) or getattr(app, "_telemetry_off", None) is not True:
             return None
         routes = app.router.routes
         if routes is not self._routes or len(routes) != self._count:

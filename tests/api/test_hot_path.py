@@ -178,3 +178,23 @@ def test_the_request_line_reaches_the_stream_at_once(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("sys.stderr", stream)
     log_request(dict(FIELDS))
     assert json.loads(raw.getvalue())["endpoint"] == FIELDS["endpoint"]
+
+
+async def test_with_fastapi_telemetry_on_every_request_takes_fastapis_routing(demo_dsn: str) -> None:
+    """Its spans (the route, the dependencies) come from FastAPI's own routing: no compiled route then."""
+    app = create_app(demo_settings(demo_dsn))
+    app._native_telemetry.enabled = lambda: True  # type: ignore[attr-defined]
+    fast = app.state.fast_routes
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+            for _ in range(3):
+                response = await http.post("/v1/check", json={"database": "demo", "sql": "SELECT 1"})
+                assert response.status_code == 200
+    assert fast.served == 0
+    app = create_app(demo_settings(demo_dsn))  # and with it off (as in this test run), they are compiled
+    fast = app.state.fast_routes
+    async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+            for _ in range(3):
+                assert (await http.post("/v1/check", json={"database": "demo", "sql": "SELECT 1"})).status_code == 200
+    assert fast.served == 2
