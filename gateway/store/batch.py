@@ -19,6 +19,7 @@ The contract of the single write stays:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
@@ -48,7 +49,8 @@ class Batcher(Generic[T, R]):
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._queue.append((item, future))
         if self._drainer is None:
-            self._drainer = asyncio.create_task(self._drain())
+            # A context of its own: the batch is everyone's, its log lines must not carry this request's id.
+            self._drainer = asyncio.create_task(self._drain(), context=contextvars.Context())
         try:
             return await future
         except _BatchFailed:

@@ -76,3 +76,27 @@ async def test_expired_conversations_are_purged_when_new_ones_start(store: Store
 async def test_a_batch_of_one_or_two_answers_like_the_single_write(store: Store, n: int) -> None:
     outcomes = await asyncio.gather(*(audit.record_batched(store, entry(f"s{i}")) for i in range(n)))
     assert outcomes == [True] * n
+
+
+async def test_the_batch_runs_outside_the_first_requests_log_context() -> None:
+    """The batch writes everyone's rows: what it logs must not carry the request id of whoever started it."""
+    import structlog
+
+    from gateway.store.batch import Batcher
+
+    seen: list[dict[str, object]] = []
+
+    async def write(items: list[int]) -> list[int]:
+        seen.append(structlog.contextvars.get_contextvars())
+        return items
+
+    async def write_one(item: int) -> int:
+        return (await write([item]))[0]
+
+    batcher: Batcher[int, int] = Batcher(write, write_one)
+    structlog.contextvars.bind_contextvars(request_id="first-request")
+    try:
+        assert await batcher.submit(1) == 1
+    finally:
+        structlog.contextvars.clear_contextvars()
+    assert seen == [{}]
