@@ -31,9 +31,18 @@ ROUTE_ROLES: dict[str, Role] = {
     "/v1/examples*": Role.DBA,  # reviewing what clients teach (gateway.review)
 }
 
-# Documents the scheme in OpenAPI; the header itself is parsed by the authenticator, for precise messages.
-_bearer = HTTPBearer(auto_error=False, scheme_name="ApiKey",
-                     description="An API key from `nl2sql-gateway keys create`: `Authorization: Bearer nl2sql_...`")
+class _DeclaredBearer(HTTPBearer):
+    """Documents the scheme in OpenAPI, and only that: the header itself is parsed by the authenticator (in
+    the HTTP middleware, or in :func:`authorize`), for precise messages. HTTPBearer's own parsing built the
+    request's header map on every request for a value nothing read."""
+
+    async def __call__(self, request: Request) -> HTTPAuthorizationCredentials | None:  # type: ignore[override]
+        return None
+
+
+_bearer = _DeclaredBearer(
+    auto_error=False, scheme_name="ApiKey",
+    description="An API key from `nl2sql-gateway keys create`: `Authorization: Bearer nl2sql_...`")
 
 
 def required_role(path: str) -> Role | None:

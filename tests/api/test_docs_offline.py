@@ -26,3 +26,14 @@ async def test_docs_page_and_its_assets_resolve_locally(demo_dsn: str) -> None:
         assert openapi_url and openapi_url.group(1) == "/openapi.json"
         assert (await http.get("/openapi.json")).json()["info"]["title"] == "nl2sql-gateway"
         assert (await http.get("/redoc")).status_code == 404  # ReDoc would need a CDN: not offered
+
+
+async def test_the_api_key_scheme_is_declared_on_the_keyed_routes(demo_dsn: str) -> None:
+    """The bearer dependency only declares the scheme (the middleware reads the header): Swagger UI's
+    Authorize button and generated clients depend on that declaration."""
+    async with in_process(Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)})) as (http, _):
+        spec = (await http.get("/openapi.json")).json()
+    assert spec["components"]["securitySchemes"]["ApiKey"] == {
+        "type": "http", "scheme": "bearer",
+        "description": "An API key from `nl2sql-gateway keys create`: `Authorization: Bearer nl2sql_...`"}
+    assert {"ApiKey": []} in spec["paths"]["/v1/sql"]["post"]["security"]
