@@ -150,12 +150,25 @@ class _Own:
     {},
 ])
 def test_the_json_serializer_writes_what_json_dumps_writes(event: dict[Any, Any]) -> None:
+    """The same JSON as json.dumps, on one ASCII line (orjson's compact form, or the standard library's)."""
     from structlog.processors import _json_fallback_handler
 
     from gateway.observability.logging import _dumps
 
-    assert _dumps(event, default=_json_fallback_handler) == json.dumps(event, default=_json_fallback_handler)
+    line = _dumps(event, default=_json_fallback_handler)
+    assert line.isascii() and "\n" not in line
+    expected = json.dumps(event, default=_json_fallback_handler)
+    assert json.loads(line, parse_constant=str) == json.loads(expected, parse_constant=str)
     assert _dumps("text", default=_json_fallback_handler) == json.dumps("text")
+
+
+def test_the_json_serializer_is_orjson_unless_it_cannot_write_the_line_as_ascii() -> None:
+    from structlog.processors import _json_fallback_handler
+
+    from gateway.observability.logging import _dumps
+
+    assert _dumps({"a": 1, "b": [True, None]}, default=_json_fallback_handler) == '{"a":1,"b":[true,null]}'
+    assert _dumps({"a": "é"}, default=_json_fallback_handler) == '{"a": "\\u00e9"}'  # the standard library's
 
 
 def test_request_ids_are_32_hex_digits_and_never_repeat() -> None:
