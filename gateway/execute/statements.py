@@ -104,9 +104,12 @@ async def prepare(conn: Any, session: Session, sql: str, partition: str | None) 
     if partition is None or session.partition != partition or session.unsure or len(sql) > MAX_SQL_CHARS:
         return (await conn.prepare(sql, name=False))._state
     state = session.statements.get(sql)
-    if state is not None and not state.closed:
-        session.statements.move_to_end(sql)
-        return state
+    if state is not None:
+        if not state.closed:
+            session.statements.move_to_end(sql)
+            return state
+        del session.statements[sql]  # closed under us: replaced below, and no longer counted
+        session.kept_chars -= len(sql)
     session.names += 1
     stmt = await conn.prepare(sql, name=f"nl2sql_{session.names}")
     state = stmt._state

@@ -208,3 +208,21 @@ async def test_kept_statements_are_bounded_by_their_total_text(gw: Gateway, role
     assert texts[-1] in kept and texts[0] not in kept
     assert sum(map(len, kept)) <= statements.MAX_KEPT_CHARS
     assert len(kept) == statements.MAX_KEPT_CHARS // len(texts[0])  # as many as fit, no fewer
+
+
+async def test_a_kept_statement_closed_under_the_session_is_replaced_and_counted_once(demo_dsn: str) -> None:
+    """asyncpg may mark a statement closed (its connection dropped it); the session then prepares a new one
+    in its place, and the closed one's text stops counting against MAX_KEPT_CHARS."""
+    sql = "SELECT name FROM regions ORDER BY name"
+    conn = await asyncpg.connect(demo_dsn)
+    try:
+        session = statements.Session()
+        statements.claimed(session, "someone")
+        kept = await statements.prepare(conn, session, sql, "someone")
+        assert await statements.prepare(conn, session, sql, "someone") is kept  # reused while open
+        kept.mark_closed()
+        fresh = await statements.prepare(conn, session, sql, "someone")
+        assert fresh is not kept and session.statements[sql] is fresh
+        assert session.kept_chars == len(sql)
+    finally:
+        await conn.close()
