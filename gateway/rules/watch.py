@@ -17,7 +17,8 @@ inotify is the fast path, not the only one: the generation also moves once a sec
 say, so a change that no event reports (a network file system, a watch the kernel refused, a link chain
 changed somewhere unforeseen) is still seen within a second. Hidden columns hang on these files, so a
 missed event may cost a second of staleness, never a restart. Where inotify is not available at all
-(another OS, the instance limit reached, the directory missing) that once-a-second tick is all there is.
+(another OS, the instance limit reached, the directory missing) that once-a-second tick is all there
+is, and each tick asks for an instance again.
 """
 
 from __future__ import annotations
@@ -159,6 +160,8 @@ class Watch:
             self._polled_at = now
             self._generation += 1
             self._stale = True
+            if self._inotify is None:  # none to be had last time (the instance limit, say): try again
+                self._inotify = _inotify()
         if self._stale:
             self._refresh()
         return self._generation

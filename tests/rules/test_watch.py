@@ -255,3 +255,20 @@ def test_a_change_no_event_reports_is_seen_within_a_second(tmp_path: Path, clock
     assert registry.get("demo").hidden_columns == {"employees.email"}  # nothing told the watch yet
     clock[0] += watch_module.POLL_S
     assert registry.get("demo").hidden_columns == {"employees.email", "employees.salary"}
+
+
+@needs_inotify
+def test_a_watch_started_without_inotify_takes_it_up_once_it_is_available(tmp_path: Path, clock: list[float],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """inotify_init1 can fail for a while (fs.inotify.max_user_instances): the tick asks again."""
+    (tmp_path / "demo.yaml").write_text(OPEN)
+    real = watch_module._inotify
+    monkeypatch.setattr(watch_module, "_inotify", lambda: None)
+    registry = RulesRegistry(tmp_path)
+    assert not registry._watch.watching
+    monkeypatch.setattr(watch_module, "_inotify", real)
+    clock[0] += watch_module.POLL_S
+    assert registry.get("demo").hidden_columns == {"employees.email"}
+    assert registry._watch.watching
+    (tmp_path / "demo.yaml").write_text(HIDE)  # seen at once from now on, the clock standing still
+    assert registry.get("demo").hidden_columns == {"employees.email", "employees.salary"}
