@@ -91,7 +91,10 @@ class LLMPools:
             )
         finally:
             self.busy[index] -= 1
-        return response.json()
+        try:
+            return response.json()
+        except RecursionError:  # nested deeper than the JSON parser recurses: not a completion either
+            raise ValueError("the answer's JSON is nested too deeply") from None
 
     async def list_models(self, *, timeout: float) -> None:
         """``GET /models`` (costs no tokens): the readiness probe. Raises the SDK's errors."""

@@ -117,7 +117,8 @@ async def test_bodies_that_are_not_completions_are_bad_output(scripted: Scripted
     # The gateway reads the completion's JSON itself (gateway.llm_pool): every malformed shape is
     # llm_bad_output, never a crash.
     for body in ('[]', '"text"', '{"choices": "x"}', '{"choices": [1]}', '{"choices": [{"message": "x"}]}',
-                 '{"choices": [{"message": {"content": null}}]}', '{"choices": [{"message": {"content": 5}}]}'):
+                 '{"choices": [{"message": {"content": null}}]}', '{"choices": [{"message": {"content": 5}}]}',
+                 '{"choices": ' + '[' * 100_000 + ']' * 100_000 + '}'):  # deeper than the JSON parser recurses
         scripted.default = Reply(raw_body=body)
         with pytest.raises(errors.LLMBadOutput):
             await complete(scripted)
