@@ -15,7 +15,7 @@ Starts its own embedded PostgreSQL with the demo database and runs the bench que
             the first batch in the Bind round trip;
   internal  :func:`gateway.execute.run_query` without a principal (the ask pipeline's way: nothing kept).
 Each side runs ``--queries`` queries from ``--concurrency`` tasks on a pool of 10 connections.
-Postgres's CPU is utime+stime of the postmaster's children (its backends) read from /proc; the client's is
+Postgres's CPU is that of the postmaster and its backends, exited ones included, read from /proc; the client's is
 this process's CPU time. Both are divided by the number of queries; the table shows medians over the
 rounds. The client side of ``new`` and ``internal`` includes what the gateway does with the rows (the
 byte budget, JSON-ready values), which ``direct`` and ``old`` skip. Linux only (/proc).
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
 import statistics
 import sys
@@ -39,40 +38,19 @@ import asyncpg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.throughput import QUERY, ROWS  # noqa: E402
+from bench.throughput import QUERY, ROWS, tree_cpu  # noqa: E402
 from gateway.demo.embedded import EmbeddedPostgres  # noqa: E402
 from gateway.demo.generator import ensure_demo_database  # noqa: E402
 from gateway.execute import Target, run_query  # noqa: E402
 from gateway.execute.pool import RESET_SQL, create_pool  # noqa: E402
 from gateway.settings import DatabaseSettings  # noqa: E402
 
-TICK = os.sysconf("SC_CLK_TCK")
 POOL_SIZE = 10
 OLD_BEGIN = ";\n".join([
     "BEGIN TRANSACTION READ ONLY", "SET LOCAL statement_timeout = 30000", "SET LOCAL lock_timeout = 1000",
     "SET LOCAL idle_in_transaction_session_timeout = 60000", "SET LOCAL standard_conforming_strings = on",
     "SAVEPOINT nl2sql_cost_gate",
 ])
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / TICK  # utime, stime, cutime, cstime
-
-
-def postgres_cpu_s(postmaster: int) -> float:
-    """CPU of the postmaster and its children (backends and background processes), exited ones included."""
-    total = _cpu_s(postmaster)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == postmaster:
-            total += sum(int(x) for x in fields[11:13]) / TICK
-    return total
 
 
 async def _old_reset(conn: asyncpg.Connection) -> None:
@@ -109,9 +87,9 @@ async def measure(run: Callable[[], Awaitable[int]], queries: int, concurrency: 
             if await run() != ROWS:
                 raise SystemExit("unexpected row count")
 
-    pg0, client0 = postgres_cpu_s(postmaster), time.process_time()
+    pg0, client0 = tree_cpu(postmaster), time.process_time()
     await asyncio.gather(*(worker() for _ in range(concurrency)))
-    pg1, client1 = postgres_cpu_s(postmaster), time.process_time()
+    pg1, client1 = tree_cpu(postmaster), time.process_time()
     return 1000 * (pg1 - pg0) / queries, 1000 * (client1 - client0) / queries
 
 

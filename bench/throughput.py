@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -286,15 +287,11 @@ LABELS = {
 def report(samples: dict[tuple[str, int], list[float]], concurrencies: list[int], rounds: int) -> None:
     print(f"\n{rounds} interleaved rounds, wrk -t1; medians; {os.cpu_count()} cores shared by client, server "
           "and database\n")
-    print(f"| side | {' | '.join(f'c={c} req/s | per request' for c in concurrencies)} |")
-    print("|---|" + "---|---|" * len(concurrencies))
-    names = sorted({n for n, _ in samples}, key=list(LABELS).index)
-    for name in names:
-        cells = []
-        for c in concurrencies:
-            value = statistics.median(samples[(name, c)])
-            cells.append(f"{value:,.0f} | {1000 / value:.3f} ms")
-        print(f"| {LABELS[name]} | {' | '.join(cells)} |")
+    def cells(name: str, c: int) -> list[str]:
+        value = statistics.median(samples[(name, c)])
+        return [f"{value:,.0f}", f"{1000 / value:.3f} ms"]
+
+    _table(["req/s", "per request"], samples, concurrencies, cells)
     print()
 
     def ratio(label: str, num: str, den: str | None, floor: bool = False) -> None:
@@ -321,15 +318,20 @@ def report(samples: dict[tuple[str, int], list[float]], concurrencies: list[int]
 def report_cpu(cpu: dict[tuple[str, int], list[tuple[float, float, float]]], concurrencies: list[int]) -> None:
     print("\nCPU per request, ms (medians): the serving process(es) (for direct: the asyncpg client), Postgres, "
           "the load generator (wrk)\n")
-    print(f"| side | {' | '.join(f'c={c} server | Postgres | wrk' for c in concurrencies)} |")
-    print("|---|" + "---|---|---|" * len(concurrencies))
-    names = sorted({n for n, _ in cpu}, key=list(LABELS).index)
-    for name in names:
-        cells = []
-        for c in concurrencies:
-            server, pg, load = (statistics.median(v[i] for v in cpu[(name, c)]) for i in range(3))
-            cells.append(f"{server:.3f} | {pg:.3f} | {'-' if name == 'direct' else f'{load:.3f}'}")
-        print(f"| {LABELS[name]} | {' | '.join(cells)} |")
+    def cells(name: str, c: int) -> list[str]:
+        server, pg, load = (statistics.median(v[i] for v in cpu[(name, c)]) for i in range(3))
+        return [f"{server:.3f}", f"{pg:.3f}", "-" if name == "direct" else f"{load:.3f}"]
+
+    _table(["server", "Postgres", "wrk"], cpu, concurrencies, cells)
+
+
+def _table(columns: list[str], samples: dict[tuple[str, int], Any], concurrencies: list[int],
+           cells: Callable[[str, int], list[str]]) -> None:
+    """A markdown table: a row per side measured, ``columns`` per concurrency."""
+    print("| side | " + " | ".join(f"c={c} {' | '.join(columns)}" for c in concurrencies) + " |")
+    print("|---|" + "---|" * len(columns) * len(concurrencies))
+    for name in sorted({n for n, _ in samples}, key=list(LABELS).index):
+        print(f"| {LABELS[name]} | " + " | ".join(" | ".join(cells(name, c)) for c in concurrencies) + " |")
 
 
 if __name__ == "__main__":
