@@ -52,8 +52,8 @@ class RulesRegistry:
         self._policies: dict[str, tuple[RuleSet, Policy, Policy]] = {}
         self._had_rules: dict[str, set[Path]] = {}  # files that held a rule document in a good load
         self._watch = Watch(self.rules_dir)
-        self._checked: dict[str, int] = {}
-        self._empty: dict[str, RuleSet] = {}  # the watch's generation when each database's files were last statted
+        self._checked: dict[str, int] = {}  # the watch's generation when each database's files were last statted
+        self._empty: dict[str, RuleSet] = {}  # one empty rule set per database without rule files
 
     def get(self, database: str) -> RuleSet:
         """The rule set in force for ``database`` (empty when it has no rule file)."""
@@ -67,7 +67,9 @@ class RulesRegistry:
             self._checked[database] = generation
         found = self._sets.get(database)
         if found is None:  # the same empty object each time, so policy_for's memo holds
-            found = self._empty.get(database) or self._empty.setdefault(database, RuleSet(database=database))
+            found = self._empty.get(database)
+            if found is None:
+                found = self._empty[database] = RuleSet(database=database)
         return found
 
     def problems(self, database: str) -> list[RuleProblem]:
