@@ -59,7 +59,7 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-async def _admin(dsn: str, *statements: str) -> None:
+async def admin(dsn: str, *statements: str) -> None:
     conn = await asyncpg.connect(dsn)
     try:
         for statement in statements:
@@ -71,9 +71,9 @@ async def _admin(dsn: str, *statements: str) -> None:
 @pytest.fixture(scope="module")
 async def store_dsn(pg: PgServer) -> AsyncIterator[str]:
     name = f"nl2sql_auth_store_{uuid.uuid4().hex[:10]}"
-    await _admin(pg.admin_dsn, f'CREATE DATABASE "{name}"')
+    await admin(pg.admin_dsn, f'CREATE DATABASE "{name}"')
     yield pg.dsn(name)
-    await _admin(pg.admin_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin(pg.admin_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,7 @@ async def roles(pg: PgServer, demo_dsn: str, demo_admin_dsn: str) -> AsyncIterat
     reader = urlsplit(demo_dsn).username
     assert reader
     r = Roles(reader=reader, bi=f"auth_bi_{suffix}", rls_a=f"auth_rls_a_{suffix}", rls_b=f"auth_rls_b_{suffix}")
-    await _admin(
+    await admin(
         demo_admin_dsn,
         *(f'CREATE ROLE "{name}" NOLOGIN' for name in (r.bi, r.rls_a, r.rls_b)),
         f'GRANT USAGE ON SCHEMA public TO "{r.bi}"',
@@ -90,7 +90,7 @@ async def roles(pg: PgServer, demo_dsn: str, demo_admin_dsn: str) -> AsyncIterat
         f'GRANT "{r.bi}", "{r.rls_a}", "{r.rls_b}" TO "{reader}"',  # the login role may switch to them
     )
     yield r
-    await _admin(demo_admin_dsn, *(f'DROP OWNED BY "{name}"' for name in (r.bi, r.rls_a, r.rls_b)),
+    await admin(demo_admin_dsn, *(f'DROP OWNED BY "{name}"' for name in (r.bi, r.rls_a, r.rls_b)),
                  *(f'DROP ROLE "{name}"' for name in (r.bi, r.rls_a, r.rls_b)))
 
 
@@ -98,8 +98,8 @@ async def roles(pg: PgServer, demo_dsn: str, demo_admin_dsn: str) -> AsyncIterat
 async def rls_dsn(pg: PgServer, roles: Roles) -> AsyncIterator[str]:
     """A database whose notes table has row-level security: each role sees the rows it owns."""
     name = f"nl2sql_auth_rls_{uuid.uuid4().hex[:10]}"
-    await _admin(pg.admin_dsn, f'CREATE DATABASE "{name}"')
-    await _admin(
+    await admin(pg.admin_dsn, f'CREATE DATABASE "{name}"')
+    await admin(
         pg.dsn(name),
         "CREATE TABLE notes (id int PRIMARY KEY, owner name NOT NULL, body text NOT NULL)",
         f"INSERT INTO notes VALUES (1, '{roles.rls_a}', 'a-one'), (2, '{roles.rls_a}', 'a-two'), "
@@ -109,7 +109,7 @@ async def rls_dsn(pg: PgServer, roles: Roles) -> AsyncIterator[str]:
         f'GRANT SELECT ON notes TO "{roles.reader}", "{roles.rls_a}", "{roles.rls_b}"',
     )
     yield pg.dsn(name, user=roles.reader, password=os.environ.get("NL2SQL_TEST_READER_PASSWORD"))
-    await _admin(pg.admin_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin(pg.admin_dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ import pytest
 from gateway.auth.keys import Principal, Role
 from gateway.execute import statements
 from gateway.execute.run import run_query
-from tests.auth.conftest import Gateway, Roles, bearer
+from tests.auth.conftest import Gateway, Roles, admin, bearer
 from tests.auth.test_pooled_connections import catalogs_readable  # noqa: F401 - pg_prepared_statements readable
 
 LISTING = "SELECT name, statement FROM pg_prepared_statements"
@@ -35,15 +35,6 @@ async def prepared(gw: Gateway, database: str, token: str, pg_role: str | None) 
     result = await run_query(gw.state.targets.by_name[database], LISTING, role=pg_role,
                              principal=partition(token, pg_role))
     return {name: text for name, text in result.rows if text != LISTING}
-
-
-async def admin(dsn: str, *sql: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in sql:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 @pytest.fixture
