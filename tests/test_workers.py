@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import httpx
@@ -62,6 +63,13 @@ def test_two_workers_serve_one_port_and_metrics_add_up(demo_dsn: str, tmp_path: 
             if sent % 20 == 0:
                 per_worker = {pid: _served_by(metrics_dir, pid, tmp_path / str(sent)) for pid in workers}
         assert all(per_worker.values()), f"one worker served all {sent} requests: {per_worker}"
+        # A worker counts a request once its answer is written, so the client may read the files a moment
+        # before the last count lands: read again until it has (or give up after 5 s, a real failure).
+        for attempt in range(100):
+            if sum(per_worker.values()) == sent:
+                break
+            time.sleep(0.05)
+            per_worker = {pid: _served_by(metrics_dir, pid, tmp_path / f"{sent}-{attempt}") for pid in workers}
         assert sum(per_worker.values()) == sent
         # Every scrape, answered by one worker or the other, reports what both served.
         for _ in range(6):
