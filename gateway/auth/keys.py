@@ -94,20 +94,50 @@ def key_id_of(authorization: str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """Who a request acts as: a key (or ``anonymous`` with auth off), its role, databases and Postgres role."""
+    """Who a request acts as, built once at the edge (gateway.auth.authenticator) and handed to ``Gateway``.
+
+    A service calls with an API key (``key_id``); an end user with a verified OIDC access token (``user``,
+    the stable subject id, and ``client``, the OAuth client the token was issued to). ``anonymous`` with auth
+    off. ``claims`` are the row-policy values taken from the token (name -> text, sorted by name): Postgres
+    reads them as transaction-local settings, the gateway binds them into the rules' row filters.
+    ``scopes``: what the token was granted (None for API keys, which are not scope-limited).
+    """
 
     name: str
     role: Role
     databases: frozenset[str]
     pg_role: str | None = None
     key_id: str | None = None
+    user: str | None = None
+    client: str | None = None
+    claims: tuple[tuple[str, str], ...] = ()
+    scopes: frozenset[str] | None = None
+
+    @property
+    def owner(self) -> str:
+        """Who owns what this principal leaves behind (conversations, feedback, audit rows, limits):
+        the end user when there is one, the API key otherwise, the name of a keyless principal last."""
+        if self.user is not None:
+            return f"user:{self.user}"
+        if self.key_id is not None:
+            return f"key:{self.key_id}"
+        return f"name:{self.name}"
+
+    @property
+    def policy(self) -> dict[str, str]:
+        """The row-policy values as a mapping (name -> value)."""
+        return dict(self.claims)
 
     @property
     def partition(self) -> str:
         """Whose prepared statements a pooled connection may keep for this principal
-        (gateway.execute.statements): the key, or the name of a keyless principal, and the Postgres role."""
-        who = f"key:{self.key_id}" if self.key_id is not None else f"name:{self.name}"
-        return f"{who}|role:{self.pg_role or ''}"
+        (gateway.execute.statements): the owner, the Postgres role and the row-policy values."""
+        claims = ",".join(f"{k}={v!r}" for k, v in self.claims)
+        return f"{self.owner}|role:{self.pg_role or ''}|claims:{claims}"
+
+    def has_scope(self, scope: str) -> bool:
+        """True when the principal is not scope-limited (an API key) or its token grants ``scope``."""
+        return self.scopes is None or scope in self.scopes
 
     def may_use(self, database: str) -> bool:
         return ALL_DATABASES in self.databases or database in self.databases
