@@ -197,7 +197,8 @@ class Gateway:
         if not state.settings.store.exact_match_answers:
             llm_for(state, state.target(database))
         return Question(database, question, evidence, max_rows, request_id, role=principal.pg_role,
-                        conversation_id=conversation_id, client=client_id(client, principal.key_id))
+                        conversation_id=conversation_id, client=client_id(client, principal.key_id),
+                        claims=principal.claims)
 
     async def ask(self, q: Question, thread: Thread | None = None) -> Answer:
         """Answer a question: generate, check, execute, validate and reflect (see :mod:`gateway.pipeline`);

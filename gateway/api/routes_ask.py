@@ -68,7 +68,8 @@ async def post_ask(
     request_id: str | None = getattr(request.state, "request_id", None)
     principal.check_database(body.database)
     q = Question(body.database, body.question, body.evidence, body.max_rows, request_id, role=principal.pg_role,
-                 conversation_id=body.conversation_id, client=client_id(x_client_id, principal.key_id))
+                 conversation_id=body.conversation_id, client=client_id(x_client_id, principal.key_id),
+                 claims=principal.claims)
     if not state.settings.store.exact_match_answers:  # with it, a verified example may answer without an LLM
         llm_for(state, state.target(q.database))  # fail before a stream starts: a plain problem response
     thread = await open_thread(state, q)  # an unknown conversation is a plain problem response too

@@ -18,6 +18,9 @@ class Question:
     # one of the client's conversations; without it, a question with a client starts a new one.
     conversation_id: str | None = None
     client: str | None = None
+    # The caller's row-policy values (gateway.auth.keys.Principal.claims): every attempt, sample and value
+    # lookup made for this question runs under them.
+    claims: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
