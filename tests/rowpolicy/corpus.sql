@@ -289,7 +289,7 @@ SELECT name FROM product_list
 SELECT total FROM order_totals
 -- case: catalog the safety check allows
 -- expect: row_filter_unenforceable
-SELECT count(*) FROM pg_type
+SELECT count(*) FROM pg_am
 -- case: tablesample
 -- expect: row_filter_unenforceable
 SELECT count(*) FROM orders TABLESAMPLE SYSTEM (100)
