@@ -86,15 +86,24 @@ def bind(values: Sequence[str], types: Sequence[str]) -> list[Any]:
     return out
 
 
+# ASCII only, as Postgres reads numbers: Python's int() and Decimal() also take "1_0" and other scripts'
+# digits ("١"), which would turn a value Postgres refuses into another tenant's id.
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_NUMBER_TEXT = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
 def _convert(value: str, type_name: str) -> Any:
     if type_name in _TEXT:
         return value
+    text = value.strip(" ")
     if type_name in _INTEGER:
-        return int(value.strip())
-    if type_name == "numeric":
-        return decimal.Decimal(value.strip())
-    if type_name in _FLOAT:
-        return float(value.strip())
+        if not _INTEGER_TEXT.fullmatch(text):
+            raise ValueError(f"not an integer: {value[:40]!r}")
+        return int(text)
+    if type_name in _FLOAT | {"numeric"}:
+        if not _NUMBER_TEXT.fullmatch(text):
+            raise ValueError(f"not a number: {value[:40]!r}")
+        return decimal.Decimal(text) if type_name == "numeric" else float(text)
     if type_name == "bool":
         return _BOOL[value.strip().lower()] if value.strip().lower() in _BOOL else _no(value, type_name)
     if type_name == "uuid":
