@@ -15,9 +15,8 @@ import asyncio
 import contextlib
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 

