@@ -94,8 +94,14 @@ class Schema:
         return asdict(self)
 
     def table(self, name: str) -> TableInfo | None:
+        """The table a rule names: exactly as spelled, else without regard to case (a rule key ``notes`` or
+        ``Notes`` names the table created as ``"Notes"``)."""
         lowered = name.lower()
-        return next((t for t in self.tables if lowered in {t.name, t.qualified_name, f"{t.schema}.{t.name}"}), None)
+        exact = next((t for t in self.tables if lowered in {t.name, t.qualified_name, f"{t.schema}.{t.name}"}), None)
+        if exact is not None:
+            return exact
+        return next((t for t in self.tables
+                     if lowered in {t.name.lower(), t.qualified_name.lower(), f"{t.schema}.{t.name}".lower()}), None)
 
 
 async def introspect(target: Target, *, everything: bool = False) -> Schema:

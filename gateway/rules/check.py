@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gateway.execute.introspect import Schema, TableInfo
+from gateway.execute.rls import TableRls
 from gateway.rules.conditions import predicate_columns
 from gateway.rules.loading import (
     ParsedFile,
@@ -19,7 +20,7 @@ from gateway.rules.loading import (
     parse_file,
     rule_files,
 )
-from gateway.rules.row_filters import parse_row_filter
+from gateway.rules.row_filters import RowFilter, parse_row_filter
 
 
 def check_rules(rules_dir: Path, schemas: dict[str, Schema]) -> list[RuleProblem]:
@@ -94,3 +95,32 @@ def _suggest_column(name: str, table: TableInfo) -> str:
 
     close = difflib.get_close_matches(name.lower(), [c.name for c in table.columns], n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def rls_problems(filters: dict[str, RowFilter], facts: list[TableRls], role: str | None = None) -> list[RuleProblem]:
+    """Warnings for row filters that Postgres's row-level security does not back up for ``role``.
+
+    The gateway's rewrite still filters every statement it runs; these say where it is the only layer
+    (``rules grants`` prints the matching policies) or where a policy would not restrain the role.
+    """
+    who = f"role {role!r}" if role else "the gateway's login role"
+    out: list[RuleProblem] = []
+    for fact in facts:
+        rf = filters.get(fact.table)
+        if rf is None or not fact.found:
+            continue  # an unknown table is reported against the schema already
+
+        def warn(message: str, rf: RowFilter = rf) -> None:
+            out.append(RuleProblem(rf.file, rf.line, message, severity="warning"))
+
+        if not fact.enabled:
+            warn(f"table {fact.table!r} has a row_filter but row level security is not enabled: the gateway's "
+                 "filter is the only layer (`nl2sql-gateway rules grants` prints the matching policy)")
+        elif fact.superuser or fact.bypass:
+            warn(f"{who} is a superuser or has BYPASSRLS: the row level security of {fact.table!r} does not "
+                 "apply to it; connect as a dedicated role without BYPASSRLS")
+        elif fact.owns and not fact.forced:
+            warn(f"{who} owns table {fact.table!r} (or is a member of its owner) and the table does not FORCE "
+                 f"ROW LEVEL SECURITY: its policies do not apply to the owner (ALTER TABLE {fact.table} FORCE "
+                 "ROW LEVEL SECURITY, or read through a role that does not own it)")
+    return out

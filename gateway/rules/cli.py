@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from gateway.rules.check import check_rules
+from gateway.rules.check import check_rules, rls_problems
 from gateway.rules.grants import PrivilegeProblem, check_target
 from gateway.rules.loading import RuleProblem
 
@@ -32,6 +32,8 @@ def check_command(
 
     Also checks the role the gateway connects as: it must not be able to read a hidden column, write
     anything, create objects, or be a superuser or bypass RLS (fix: `rules grants DATABASE --apply`).
+    Warns about tables with a row_filter whose row level security is off, or does not apply to the role
+    (it owns the table without FORCE, or is a superuser or BYPASSRLS).
     Prints one `file:line: message` (or `database ...: role ...`) per problem. Exit status: 0 clean
     (warnings allowed), 1 errors, 2 usage error or a database that could not be read.
     """
@@ -50,11 +52,11 @@ def check_command(
                    "(`nl2sql-gateway init DSN` starts one), or point --rules-dir or rules_dir at your rules.", err=True)
         raise typer.Exit(2)
     try:
-        schemas, privileges = asyncio.run(_introspect(settings, names, folder, [None, *(role or [])]))
+        schemas, privileges, rls = asyncio.run(_introspect(settings, names, folder, [None, *(role or [])]))
     except _Unreadable as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from exc
-    problems = check_rules(folder, schemas)
+    problems = check_rules(folder, schemas) + rls
     if database is not None:  # files for other databases are not this run's business
         problems = [p for p in problems if p.severity == "error" or _belongs(p, folder, database)]
     for problem in problems:
@@ -62,7 +64,7 @@ def check_command(
     for privilege in privileges:
         typer.echo(f"{privilege} (fix: nl2sql-gateway rules grants {privilege.database} --apply --admin-dsn ...)")
     errors = sum(p.severity == "error" for p in problems) + len(privileges)
-    warnings = len(problems) - errors
+    warnings = sum(p.severity == "warning" for p in problems)
     typer.echo(f"{errors} error(s), {warnings} warning(s) in the rules for {', '.join(names) or 'no database'}",
                err=True)
     raise typer.Exit(1 if errors else 0)
@@ -76,6 +78,7 @@ async def _introspect(settings, names: list[str], folder: Path, roles: list[str 
     from gateway import errors
     from gateway.execute import Targets
     from gateway.execute.introspect import introspect
+    from gateway.execute.rls import table_rls
     from gateway.rules.loading import load_ruleset, rule_files
 
     subset = settings.model_copy(update={"databases": {n: settings.databases[n] for n in names}})
@@ -83,16 +86,20 @@ async def _introspect(settings, names: list[str], folder: Path, roles: list[str 
     try:
         out = {}
         privileges: list[PrivilegeProblem] = []
+        rls: list[RuleProblem] = []
         for name in names:
             target = targets.by_name[name]
             try:
                 out[name] = await introspect(target, everything=True)
+                rules, _ = load_ruleset(name, rule_files(folder, name))
                 if target.settings.privilege_check != "off":
-                    rules, _ = load_ruleset(name, rule_files(folder, name))
                     privileges += await check_target(target, rules, roles)
+                for role in roles:  # row filters without row level security behind them
+                    facts = await table_rls(target, sorted(rules.row_filters), role)
+                    rls += rls_problems(rules.row_filters, facts, role)
             except errors.GatewayError as exc:
                 raise _Unreadable(f"database {name!r}: {exc.code}: {exc.detail}") from exc
-        return out, privileges
+        return out, privileges, rls
     finally:
         await targets.close()
 
