@@ -14,6 +14,7 @@ from gateway.rules.conditions import predicate_columns
 from gateway.rules.loading import (
     ParsedFile,
     RuleProblem,
+    broken_entries,
     databases_with_rules,
     load_ruleset,
     parse_file,
@@ -34,7 +35,7 @@ def check_rules(rules_dir: Path, schemas: dict[str, Schema]) -> list[RuleProblem
     for database, schema in sorted(schemas.items()):
         files = rule_files(rules_dir, database)
         _, found = load_ruleset(database, files)
-        problems += found
+        problems += broken_entries(rules_dir, database) + found
         for path in files:
             parsed, _ = parse_file(path)
             if parsed is not None:

@@ -51,6 +51,36 @@ def rule_files(rules_dir: Path, database: str) -> list[Path]:
     return found
 
 
+def broken_entries(rules_dir: Path, database: str) -> list[RuleProblem]:
+    """Paths where a rule file would be that cannot be one: a directory named ``<database>.yaml``, a link to
+    nothing (``rules/<database>.yaml`` or ``rules/<database>``, or one inside that folder), a folder entry
+    that is neither. :func:`rule_files` skips them; the registry treats each as a file that does not load."""
+    candidates = [rules_dir / f"{database}{suffix}" for suffix in SUFFIXES]
+    folder = rules_dir / database
+    if folder.is_dir():
+        try:
+            candidates += sorted(f for f in folder.iterdir() if f.suffix in SUFFIXES)
+        except OSError as exc:
+            return [RuleProblem(str(folder), 0, f"cannot list the folder: {exc}")]
+    elif folder.is_symlink():  # a link to nothing (or to a file) where the folder of rule files would be
+        candidates.append(folder)
+    problems = []
+    for path in candidates:
+        if path == folder:
+            what = ("is a link to a file where the folder of rule files would be" if path.exists()
+                    else "is a link to nothing (its target is missing)")
+        elif path.is_file() or not (path.is_symlink() or path.exists()):
+            continue  # a rule file, or nothing at all
+        elif path.is_dir():
+            what = "is a directory, not a rule file"
+        elif not path.exists():
+            what = "is a link to nothing (its target is missing)"
+        else:
+            what = "is not a regular file"  # a FIFO or socket: never opened (reading one could block)
+        problems.append(RuleProblem(str(path), 0, f"{what}: it cannot be read as rules"))
+    return problems
+
+
 def databases_with_rules(rules_dir: Path) -> list[str]:
     if not rules_dir.is_dir():
         return []
@@ -70,7 +100,8 @@ class ParsedFile:
 
 
 # A file with no YAML document at all. On its own it defines no rules (a warning); the registry treats it as
-# an error when it replaced a file that held rules, since that is what a half-written file looks like.
+# an error unless the database is configured to have no rules, since that is what a half-written file looks
+# like (`{}` is how a file says "no rules" on purpose).
 EMPTY_FILE = "the file is empty or holds only comments: it defines no rules"
 
 
@@ -131,29 +162,6 @@ def load_ruleset(database: str, files: list[Path],
             parsed.append(one)
     ruleset, merge_problems = _merge(database, parsed)
     return ruleset, problems + merge_problems
-
-
-def salvage_hidden(database: str, files: list[Path]) -> RuleSet:
-    """Only the hidden tables and columns that broken files still name (used when nothing loaded yet)."""
-    tables: set[str] = set()
-    columns: set[str] = set()
-    for path in files:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue
-        entries = data.get("tables") if isinstance(data, dict) else None
-        for table, rule in (entries or {}).items() if isinstance(entries, dict) else ():
-            if not isinstance(rule, dict):
-                continue
-            if rule.get("hidden") is True:
-                tables.add(str(table).lower())
-            cols = rule.get("columns")
-            for column, crule in (cols or {}).items() if isinstance(cols, dict) else ():
-                if isinstance(crule, dict) and crule.get("hidden") is True:
-                    columns.add(f"{str(table).lower()}.{str(column).lower()}")
-    return RuleSet(database=database, sources=tuple(files), hidden_tables=frozenset(tables),
-                   hidden_columns=frozenset(columns))
 
 
 def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleProblem]]:
