@@ -132,6 +132,13 @@ class DatabaseUnavailable(GatewayError):
     code, status, title, retry_after = "database_unavailable", 503, "Database unavailable", 2
 
 
+class RulesUnavailable(GatewayError):
+    """The database's rule files cannot be read as rules and no earlier good set of them was saved: serving
+    it could show what they hide, so it is not served until they are fixed (``/readyz`` says why)."""
+
+    code, status, title, retry_after = "rules_unavailable", 503, "The database's rules cannot be read", 5
+
+
 class Overloaded(GatewayError):
     code, status, title, retry_after = "overloaded", 503, "Gateway overloaded", 1
 

@@ -47,6 +47,7 @@ from gateway.pipeline import Answer, Question, Thread, ask, ask_events, correcti
 from gateway.pipeline.verified import OnAttempt
 from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
+from gateway.rules.last_good import default_state_dir
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.store import guidelines
@@ -104,7 +105,11 @@ class Gateway:
         targets = await Targets.open(settings)
         stack.push_async_callback(targets.close)
         state = GatewayState(settings=settings, targets=targets)
-        state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
+        # DBA rules, reloaded when their files change; the last good set of each is saved for the next start
+        state.rules = RulesRegistry(settings.rules_dir, modes={n: d.rules for n, d in settings.databases.items()},
+                                    state_dir=settings.rules_state_dir or default_state_dir(settings.rules_dir))
+        for name in targets.by_name:  # loaded now: start-up says what is served, and the good sets are saved
+            state.rules.status(name)
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
         state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
@@ -205,6 +210,7 @@ class Gateway:
         """
         principal.check_database(database)
         state = self.state
+        state.ruleset(database)  # rules_unavailable now, not once a stream has begun
         if not state.settings.store.exact_match_answers:
             llm_for(state, state.target(database))
         return Question(database, question, evidence, max_rows, request_id, role=principal.pg_role,
@@ -289,8 +295,17 @@ class Gateway:
             report = PrivilegeReport()
         privileges = {t.name: report.details(t.name) for t in targets if t.settings.privilege_check != "off"}
         failing = [t.name for t in targets if t.settings.privilege_check == "fail" and privileges[t.name]]
-        ready = all(v == "ok" for v in results.values()) and not failing
-        return ready, {"status": "ok" if ready else "unavailable", "databases": results, "privileges": privileges}
+        # Rules that cannot be read: a database served from its last good set is ready (with the reason);
+        # one not served at all is not. Reasons in words, no paths and no hidden names: /readyz is public.
+        statuses = {t.name: state.rules.status(t.name) for t in targets} if state.rules is not None else {}
+        rules = {name: status.detail for name, status in statuses.items() if status.state != "ok"}
+        unserved = [name for name, status in statuses.items() if status.state == "unavailable"]
+        ready = all(v == "ok" for v in results.values()) and not failing and not unserved
+        body: dict[str, Any] = {"status": "ok" if ready else "unavailable", "databases": results,
+                                "privileges": privileges}
+        if rules:
+            body["rules"] = rules
+        return ready, body
 
 
     # --- rules in force (the console's Rules page; `rules check` over HTTP) --------------------------------

@@ -164,6 +164,13 @@ class DatabaseSettings(BaseModel):
     privilege_check: Literal["report", "fail", "off"] = Field(
         default="report", description="What an over-privileged role (reads a hidden column, can write, superuser, "
         "BYPASSRLS) does: report (log, metric, /readyz details), fail (also /readyz 503) or off.")
+    rules: Literal["auto", "required", "none"] = Field(
+        default="auto", description="Whether this database has DBA rules (rules_dir/NAME.yaml or NAME/*.yaml). "
+        "`auto`: the files are read when present; a file that cannot be read as rules (empty, a directory, a "
+        "link to nothing, invalid) or a file gone that held rules keeps the last good rules, and with none "
+        "saved the database is not served (rules_unavailable). `required`: also not served while it has no "
+        "rule file at all (a missing rules folder included). `none`: it has no rules on purpose: a missing or "
+        "empty file means no rules and the saved last good set is forgotten.")
     limits: Limits = Field(default_factory=Limits)
     safety: Policy = Field(default_factory=Policy)
     ask: AskPolicy = Field(default_factory=AskPolicy)
@@ -376,6 +383,11 @@ class Settings(BaseSettings):
     auth: AuthSettings = Field(default_factory=AuthSettings)
     backpressure: BackpressureSettings = Field(default_factory=BackpressureSettings)
     rules_dir: Path = Field(default=Path("rules"), description="Folder of DBA rule files, one per database.")
+    rules_state_dir: Path | None = Field(
+        default=None, description="Folder where each database's last good rule set is saved (NAME.json, "
+        "written atomically on every good load) so that a fresh process (a respawned worker, a restarted "
+        "replica) whose rule files are broken or gone starts from it. Default: `.RULES.last-good` beside "
+        "rules_dir (`.rules.last-good`); set it to a writable folder when rules_dir's parent is read-only.")
     guidelines_dir: Path = Field(
         default_factory=lambda: shipped_dir("guidelines"),
         description="Folder of guideline Markdown files (default: the shipped guidelines, whatever the working "

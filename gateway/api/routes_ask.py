@@ -54,7 +54,7 @@ STREAM_DOC = (
                             errors.UnknownDatabase, errors.LLMNotConfigured, errors.LLMUnavailable,
                             errors.LLMBadOutput, errors.DeadlineExceeded, errors.DatabaseUnavailable,
                             errors.UnknownConversation, errors.ConversationDatabaseMismatch,
-                            errors.StoreNotConfigured),
+                            errors.StoreNotConfigured, errors.RulesUnavailable),
     },
 )
 async def post_ask(

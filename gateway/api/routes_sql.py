@@ -36,7 +36,8 @@ AUTH = (errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable)  # see g
     "disconnects gets its query cancelled.",
     responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase, errors.SqlBlocked,
                                 errors.QueryError, errors.CostTooHigh, errors.ResultTooLarge, errors.StatementTimeout,
-                                errors.Overloaded, errors.PoolExhausted, errors.DatabaseUnavailable),
+                                errors.Overloaded, errors.PoolExhausted, errors.DatabaseUnavailable,
+                                errors.RulesUnavailable),
 )
 async def post_sql(body: SqlRequest, request: Request, gateway: Gateway = Depends(get_gateway),
                    principal: Principal = Depends(authorize)) -> Response:
@@ -85,7 +86,7 @@ async def _stream_json(head: dict[str, Any], result: QueryResult, tail: dict[str
     summary="Check a statement without running it",
     description="Returns the safety verdict; `allowed` is false with findings when the SQL would be blocked. "
     "A blocked statement is a normal 200 answer here, not an error.",
-    responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase),
+    responses=openapi_responses(*COMMON, *AUTH, errors.SqlTooLarge, errors.UnknownDatabase, errors.RulesUnavailable),
 )
 async def post_check(body: CheckRequest, request: Request, gateway: Gateway = Depends(get_gateway),
                      principal: Principal = Depends(authorize)) -> Response:
@@ -106,7 +107,7 @@ async def get_databases(gateway: Gateway = Depends(get_gateway),
     summary="Introspected schema of a database",
     description="Tables and views the gateway's role may read, with columns, types, keys and comments. "
     "Tables and columns that the database's rules hide are left out.",
-    responses=openapi_responses(*AUTH, errors.UnknownDatabase, errors.DatabaseUnavailable),
+    responses=openapi_responses(*AUTH, errors.UnknownDatabase, errors.DatabaseUnavailable, errors.RulesUnavailable),
 )
 async def get_schema(name: str, gateway: Gateway = Depends(get_gateway),
                      principal: Principal = Depends(authorize)) -> Response:

@@ -15,6 +15,7 @@ from gateway.rules.conditions import predicate_columns
 from gateway.rules.loading import (
     ParsedFile,
     RuleProblem,
+    broken_entries,
     databases_with_rules,
     load_ruleset,
     parse_file,
@@ -36,7 +37,7 @@ def check_rules(rules_dir: Path, schemas: dict[str, Schema]) -> list[RuleProblem
     for database, schema in sorted(schemas.items()):
         files = rule_files(rules_dir, database)
         _, found = load_ruleset(database, files)
-        problems += found
+        problems += broken_entries(rules_dir, database) + found
         for path in files:
             parsed, _ = parse_file(path)
             if parsed is not None:
@@ -55,7 +56,7 @@ def _against_schema(pf: ParsedFile, schema: Schema) -> list[RuleProblem]:
                                    f"unknown table {table!r} in database {db!r}{_suggest(table, schema)}"))
             continue
         known = {c.name.lower() for c in info.columns}
-        if rule.row_filter is not None:
+        if isinstance(rule.row_filter, str):
             try:
                 columns = parse_row_filter(table, rule.row_filter).columns
             except ValueError:

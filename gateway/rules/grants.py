@@ -250,8 +250,8 @@ async def check_privileges(targets: dict[str, Target], rules_for: Callable[[str]
     for name, target in targets.items():
         if target.settings.privilege_check == "off":
             continue
-        rules = rules_for(name)
         try:  # bounded: a database behind a network cut must not hold start-up or /readyz
+            rules = rules_for(name)  # rules_unavailable: a database not served is not checked either
             found = await asyncio.wait_for(check_target(target, rules, [None, *sorted(key_roles.get(name, ()))]),
                                            timeout=CHECK_TIMEOUT_S)
         except (errors.GatewayError, TimeoutError) as exc:

@@ -52,6 +52,36 @@ def rule_files(rules_dir: Path, database: str) -> list[Path]:
     return found
 
 
+def broken_entries(rules_dir: Path, database: str) -> list[RuleProblem]:
+    """Paths where a rule file would be that cannot be one: a directory named ``<database>.yaml``, a link to
+    nothing (``rules/<database>.yaml`` or ``rules/<database>``, or one inside that folder), a folder entry
+    that is neither. :func:`rule_files` skips them; the registry treats each as a file that does not load."""
+    candidates = [rules_dir / f"{database}{suffix}" for suffix in SUFFIXES]
+    folder = rules_dir / database
+    if folder.is_dir():
+        try:
+            candidates += sorted(f for f in folder.iterdir() if f.suffix in SUFFIXES)
+        except OSError as exc:
+            return [RuleProblem(str(folder), 0, f"cannot list the folder: {exc}")]
+    elif folder.is_symlink():  # a link to nothing (or to a file) where the folder of rule files would be
+        candidates.append(folder)
+    problems = []
+    for path in candidates:
+        if path == folder:
+            what = ("is a link to a file where the folder of rule files would be" if path.exists()
+                    else "is a link to nothing (its target is missing)")
+        elif path.is_file() or not (path.is_symlink() or path.exists()):
+            continue  # a rule file, or nothing at all
+        elif path.is_dir():
+            what = "is a directory, not a rule file"
+        elif not path.exists():
+            what = "is a link to nothing (its target is missing)"
+        else:
+            what = "is not a regular file"  # a FIFO or socket: never opened (reading one could block)
+        problems.append(RuleProblem(str(path), 0, f"{what}: it cannot be read as rules"))
+    return problems
+
+
 def databases_with_rules(rules_dir: Path) -> list[str]:
     if not rules_dir.is_dir():
         return []
@@ -71,7 +101,8 @@ class ParsedFile:
 
 
 # A file with no YAML document at all. On its own it defines no rules (a warning); the registry treats it as
-# an error when it replaced a file that held rules, since that is what a half-written file looks like.
+# an error unless the database is configured to have no rules, since that is what a half-written file looks
+# like (`{}` is how a file says "no rules" on purpose).
 EMPTY_FILE = "the file is empty or holds only comments: it defines no rules"
 
 
@@ -114,7 +145,7 @@ def parse_file(path: Path, text: str | None = None) -> tuple[ParsedFile | None, 
             problems.append(RuleProblem(where, parsed.line("required_conditions", i, "sql"),
                                         f"required condition {cond.name!r}: {exc}"))
     for table, rule in model.tables.items():
-        if rule.row_filter is not None:
+        if isinstance(rule.row_filter, str):
             try:
                 parse_row_filter(table, rule.row_filter)
             except ValueError as exc:
@@ -141,37 +172,6 @@ def load_ruleset(database: str, files: list[Path],
     return ruleset, problems + merge_problems
 
 
-def salvage_hidden(database: str, files: list[Path]) -> RuleSet:
-    """Only the hidden tables and columns that broken files still name (used when nothing loaded yet)."""
-    tables: set[str] = set()
-    columns: set[str] = set()
-    filters: dict[str, RowFilter] = {}
-    for path in files:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue
-        entries = data.get("tables") if isinstance(data, dict) else None
-        for table, rule in (entries or {}).items() if isinstance(entries, dict) else ():
-            if not isinstance(rule, dict):
-                continue
-            if rule.get("hidden") is True:
-                tables.add(str(table).lower())
-            if "row_filter" in rule:
-                # A filter the broken file still holds stays in force; one that does not parse hides its
-                # table: never read unfiltered because a file is half-written.
-                try:
-                    filters[str(table).lower()] = parse_row_filter(str(table), str(rule["row_filter"]), str(path))
-                except ValueError:
-                    tables.add(str(table).lower())
-            cols = rule.get("columns")
-            for column, crule in (cols or {}).items() if isinstance(cols, dict) else ():
-                if isinstance(crule, dict) and crule.get("hidden") is True:
-                    columns.add(f"{str(table).lower()}.{str(column).lower()}")
-    return RuleSet(database=database, sources=tuple(files), hidden_tables=frozenset(tables),
-                   hidden_columns=frozenset(columns), row_filters=filters)
-
-
 def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleProblem]]:
     problems: list[RuleProblem] = []
     tables: dict[str, str] = {}
@@ -188,6 +188,7 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
     checks: list[ResultCheck] = []
     names: dict[str, str] = {}
     row_filters: dict[str, RowFilter] = {}
+    unfiltered: set[str] = set()
 
     def once(key: str, pf: ParsedFile, line: int, what: str) -> bool:
         here = f"{pf.path}:{line}"
@@ -203,7 +204,9 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
             tkey = table.lower()
             if rule.description and once(f"t:{tkey}", pf, pf.line("tables", table), f"table {table}"):
                 tables[tkey] = rule.description.strip()
-            if rule.row_filter is not None:
+            if rule.row_filter is False:
+                unfiltered.add(tkey)
+            elif rule.row_filter is not None:
                 line = pf.line("tables", table, "row_filter")
                 if once(f"f:{tkey}", pf, line, f"the row filter of {table}"):
                     row_filters[tkey] = parse_row_filter(tkey, rule.row_filter, str(pf.path), line)
@@ -257,6 +260,7 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
         required_conditions=conditions,
         result_checks=checks,
         row_filters=row_filters,
+        unfiltered_tables=frozenset(unfiltered - set(row_filters)),
     )
     return ruleset, problems
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -51,10 +52,17 @@ class TableRule(BaseModel):
     hidden: bool | None = Field(default=None, description="Never shown to the LLM and blocked by the safety "
                                 "check. `false` un-hides a table hidden before without a restart.")
     columns: dict[str, ColumnRule] = Field(default_factory=dict)
-    row_filter: str | None = Field(default=None, min_length=1, description="Rows a caller may read, as a "
-                                   "boolean SQL expression over the table's columns with {claim.NAME} "
-                                   "placeholders, e.g. \"tenant_id = {claim.tenant_id}\" (gateway.rules."
-                                   "row_filters).")
+    row_filter: str | Literal[False] | None = Field(
+        default=None, description="Rows a caller may read, as a boolean SQL expression over the table's columns "
+        "with {claim.NAME} placeholders, e.g. \"tenant_id = {claim.tenant_id}\" (gateway.rules.row_filters). "
+        "Like a hidden name, a filter stays in force when its line disappears; `false` removes it.")
+
+    @field_validator("row_filter")
+    @classmethod
+    def _filter_not_blank(cls, value: str | bool | None) -> str | bool | None:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("a row_filter must not be empty (write `false` to remove a filter)")
+        return value
 
     @field_validator("columns", mode="before")
     @classmethod
@@ -173,6 +181,8 @@ class RuleSet:
     result_checks: list[ResultCheck] = field(default_factory=list)
     # 'table' or 'schema.table' (lower case) -> its filter: "the gateway decides" (gateway.rules.row_filters)
     row_filters: dict[str, RowFilter] = field(default_factory=dict)
+    # Written `row_filter: false`: the only way a reload lifts a filter (gateway.rules.registry).
+    unfiltered_tables: frozenset[str] = frozenset()
 
     def is_hidden_table(self, table: str) -> bool:
         name = table.lower()

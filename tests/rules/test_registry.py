@@ -5,9 +5,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
-from gateway import safety
+from gateway import errors, safety
 from gateway.rules import RulesRegistry, load_ruleset, rule_files
 from gateway.safety import Policy
 
@@ -131,12 +132,21 @@ def test_a_bad_edit_keeps_the_last_good_rules_and_logs_an_error(tmp_path: Path) 
     assert registry.problems("demo") == []
 
 
-def test_broken_rules_at_start_still_hide_what_they_name(tmp_path: Path) -> None:
-    # No good version to fall back on: fail closed for hidden objects rather than show everything.
+def test_broken_rules_at_start_with_nothing_saved_are_not_served(tmp_path: Path) -> None:
+    # No good version to fall back on: the database is not served at all rather than served half-ruled.
     write(tmp_path / "demo.yaml", "tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n"
           "    typo_key: 1\n")
-    rules = RulesRegistry(tmp_path).get("demo")
-    assert rules.hidden_columns == {"employees.salary"}
+    registry = RulesRegistry(tmp_path)
+    with pytest.raises(errors.RulesUnavailable) as raised:
+        registry.get("demo")
+    assert raised.value.code == "rules_unavailable" and raised.value.status == 503
+    with pytest.raises(errors.RulesUnavailable):
+        registry.policy_for("demo", Policy())
+    assert registry.status("demo").state == "unavailable" and registry.status("demo").reason == "invalid"
+    assert "salary" not in registry.status("demo").detail and str(tmp_path) not in registry.status("demo").detail
+    # fixed: served from the next look at the files
+    write(tmp_path / "demo.yaml", "tables:\n  employees:\n    columns:\n      salary: {hidden: true}\n")
+    assert RulesRegistry(tmp_path).get("demo").hidden_columns == {"employees.salary"}
 
 
 def test_hidden_objects_are_blocked_by_the_safety_check(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import REGISTRY
 from structlog.testing import capture_logs
 
+from gateway import errors
 from gateway.api.app import create_app
 from gateway.rules import RulesRegistry
 from gateway.settings import DatabaseSettings, Settings
@@ -53,12 +54,22 @@ def test_an_emptied_file_keeps_the_last_good_rules(tmp_path: Path, text: str) ->
     assert any(p.severity == "error" and "held rules before" in p.message for p in registry.problems("demo"))
 
 
-def test_an_empty_file_from_the_start_is_no_rules_with_a_warning(tmp_path: Path) -> None:
+def test_an_empty_file_from_the_start_is_not_served_unless_the_database_has_no_rules(tmp_path: Path) -> None:
     (tmp_path / "demo.yaml").write_text("# rules for later\n")
     registry = RulesRegistry(tmp_path)
-    assert registry.get("demo").hidden_columns == frozenset()
+    with pytest.raises(errors.RulesUnavailable):
+        registry.get("demo")
+    assert registry.status("demo").reason == "empty"
     (problem,) = registry.problems("demo")
-    assert problem.severity == "warning" and "only comments" in problem.message
+    assert problem.severity == "error" and "only comments" in problem.message and "rules = \"none\"" in problem.message
+    # said explicitly: an empty file is no rules
+    explicit = RulesRegistry(tmp_path, modes={"demo": "none"})
+    assert explicit.get("demo").hidden_columns == frozenset() and explicit.status("demo").state == "ok"
+    (problem,) = explicit.problems("demo")
+    assert problem.severity == "warning"
+    # and `{}` is a file that says "no rules" on purpose
+    (tmp_path / "demo.yaml").write_text("{}\n")
+    assert RulesRegistry(tmp_path).get("demo").hidden_columns == frozenset()
 
 
 def test_a_truncated_but_valid_file_keeps_hidden_names(tmp_path: Path) -> None:
