@@ -213,7 +213,10 @@ OPERATOR_RULES: dict[str, str] = {
 class Sizes:
     """Upper bounds of the values and row counts of one statement, memoised per node."""
 
-    def __init__(self, tree: Tree, policy: Policy) -> None:
+    def __init__(self, tree: Tree, policy: Policy, overrides: dict[tuple[str, str], Size] | None = None) -> None:
+        self.tree = tree
+        self.overrides = overrides or {}  # columns of a recursive CTE, fixed while its next step is measured
+        self._resolving: set[tuple[str, str]] = set()
         self.policy = policy
         self.per_value = float(policy.assumed_value_bytes)
         self._seen: dict[int, Size] = {}
@@ -230,6 +233,7 @@ class Sizes:
         key = id(unwrap(node)[1]) if unwrap(node)[0] else id(node)
         found = self._seen.get(key)
         if found is None:
+            self._seen[key] = Size(data=1.0)  # a reference back to itself (a column of its own subquery)
             found = self._measure(node, depth) if depth < 200 else unknown("it is nested too deeply")
             self._seen[key] = found
         return found
@@ -238,6 +242,8 @@ class Sizes:
         kind, body = unwrap(node)
         d = depth + 1
         if kind == "A_Const":
+            if "ival" in body or "fval" in body or "boolval" in body:
+                return FIXED
             value = fold.text(node)
             return Size(float(len(value.encode())) if value is not None else 0.0)
         if kind == "ColumnRef":
@@ -277,7 +283,84 @@ class Sizes:
             for s in self._enclosing(scope):
                 if qualifier in self._series_columns.get(s, ()):
                     return FIXED  # a column of generate_series: a number or a timestamp
+                found = self._derived_column(s, parts)
+                if found is not None:
+                    return found
+                if len(parts) == 1 and self._selects[s].body.get("fromClause"):
+                    break  # an unqualified column belongs to the innermost FROM
         return Size(data=1.0)
+
+    def _derived_column(self, scope: int, parts: list[str]) -> Size | None:
+        """A column of a subquery or CTE in this SELECT's FROM: the size of what it selects."""
+        column = parts[-1]
+        qualifier = parts[-2] if len(parts) > 1 else None
+        for item in self._selects[scope].body.get("fromClause", ()):
+            for kind, body in _from_items(item):
+                alias = body.get("alias", {}).get("aliasname")
+                if kind == "RangeSubselect":
+                    _, query = unwrap(body.get("subquery"))
+                    cte_name = None
+                elif kind == "RangeVar" and not body.get("schemaname") and body.get("relname") in self._ctes:
+                    cte = self._ctes[body["relname"]]
+                    _, query = unwrap(cte.get("ctequery"))
+                    cte_name, alias = body["relname"], alias or body["relname"]
+                else:
+                    continue
+                if qualifier is not None and qualifier != alias:
+                    continue
+                columns = names(body.get("alias", {}).get("colnames")) or (
+                    names(self._ctes[cte_name].get("aliascolnames")) if cte_name else []) or _target_names(query)
+                if column not in columns:
+                    continue
+                index = columns.index(column)
+                if cte_name is not None:
+                    return self._cte_column(cte_name, columns, index)
+                return self._arm_column(query, index)
+        return None
+
+    def _arm_column(self, query: JSON, index: int) -> Size:
+        if query.get("op", "SETOP_NONE") != "SETOP_NONE":
+            return widest([self._arm_column(query.get("larg") or {}, index),
+                           self._arm_column(query.get("rarg") or {}, index)])
+        targets = query.get("targetList", ())
+        if index >= len(targets):
+            return Size(data=1.0)
+        return self.of(unwrap(targets[index])[1].get("val"))
+
+    def _cte_column(self, name: str, columns: list[str], index: int) -> Size:
+        key = (name, columns[index])
+        if key in self.overrides:
+            return self.overrides[key]
+        if key in self._resolving:
+            return unknown("it is defined through itself")
+        self._resolving.add(key)
+        try:
+            cte = self._ctes[name]
+            _, query = unwrap(cte.get("ctequery"))
+            term = query.get("rarg") if query.get("op") == "SETOP_UNION" else None
+            if term is None or not any(k == "RangeVar" and b.get("relname") == name for k, b in _walk(term)):
+                return self._arm_column(query, index)
+            first = query.get("larg") or {}
+            start = {(name, c): self._arm_column(first, i) for i, c in enumerate(columns)}
+            step1 = Sizes(self.tree, self.policy, {**self.overrides, **start})._arm_column(term, index)
+            s0 = start[key]
+            if _le(step1, s0, self.per_value):
+                return s0
+            after = {(name, c): Sizes(self.tree, self.policy, {**self.overrides, **start})._arm_column(term, i)
+                     for i, c in enumerate(columns)}
+            step2 = Sizes(self.tree, self.policy, {**self.overrides, **after})._arm_column(term, index)
+            grow = _diff(step1, s0)
+            if grow is None or _diff(step2, step1) != grow:
+                return unknown(f"column {columns[index]} of {name} grows faster than by a constant each step")
+            from gateway.safety.rules.recursion import iterations
+
+            steps = iterations(cte)
+            if steps is None:
+                return unknown(f"column {columns[index]} of {name} grows with every step of a recursion "
+                               "whose number of steps is not counted")
+            return s0 + grow.scale(steps)
+        finally:
+            self._resolving.discard(key)
 
     def _cast(self, body: JSON, d: int) -> Size:
         inner = self.of(body.get("arg"), d)
@@ -305,7 +388,7 @@ class Sizes:
         if rule == "fixed":
             return FIXED
         if rule == "max":
-            return widest([left, right, FIXED]).plus(1.0)  # a carry digit
+            return widest([left, right, FIXED])  # a carry digit fits in a number's width
         if rule == "power":
             return self._power(left, body.get("rexpr"))
         return left + right
@@ -497,7 +580,9 @@ class Sizes:
             if least:
                 known = [h for h in highs if h is not None]
                 low = min(lows) if all(lo is not None for lo in lows) else None  # type: ignore[type-var]
-                return low, min(known, key=lambda s: s.bytes(self.per_value)) if known else None
+                # Any one bound is a bound of LEAST: a constant one is preferred (it caps table counts too).
+                return low, min(known, key=lambda s: (bool(s.data or s.table), s.bytes(self.per_value))) \
+                    if known else None
             low = max((lo for lo in lows if lo is not None), default=None)
             return low, widest(highs) if all(h is not None for h in highs) else None  # type: ignore[arg-type]
         if kind in ("CoalesceExpr", "CaseExpr"):
@@ -660,6 +745,40 @@ class Sizes:
                     found.add(alias.get("aliasname") or fname)
                     found.update(names(alias.get("colnames")))
         return out
+
+
+def _le(a: Size, b: Size, per_value: float) -> bool:
+    return a.bounded and a.bytes(per_value) <= b.bytes(per_value) and a.table <= b.table
+
+
+def _diff(a: Size, b: Size) -> Size | None:
+    if not (a.bounded and b.bounded):
+        return None
+    return Size(max(a.const - b.const, 0.0), max(a.data - b.data, 0.0), max(a.table - b.table, 0.0))
+
+
+def _walk(node: Any) -> list[tuple[str, JSON]]:
+    from gateway.safety.tree import descend
+
+    return descend(node)
+
+
+def _target_names(query: JSON) -> list[str]:
+    while query.get("op", "SETOP_NONE") != "SETOP_NONE":
+        query = query.get("larg") or {}
+    out = []
+    for target in query.get("targetList", ()):
+        _, res = unwrap(target)
+        kind, val = unwrap(res.get("val"))
+        if res.get("name"):
+            out.append(res["name"])
+        elif kind == "ColumnRef":
+            out.append((names(val.get("fields")) or [""])[-1])
+        elif kind == "FuncCall":
+            out.append(_fname(val))
+        else:
+            out.append("?column?")
+    return out
 
 
 def _as_rows(size: Size) -> Rows:

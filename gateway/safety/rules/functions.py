@@ -84,7 +84,7 @@ def judge_operator(op: JSON, policy: Policy, position: int | None = None) -> Fin
     if parts[:-1] not in ([], ["pg_catalog"]) or symbol not in OPERATORS:
         return Finding("function_not_allowed", f"{shown} is not a built-in operator of the allowlist (a DBA can "
                        "add it to the database's extra_functions).", shown, position)
-    if symbol in NUMERIC_ONLY_OPERATORS and op.get("kind") == "AEXPR_OP" and not (
+    if symbol in NUMERIC_ONLY_OPERATORS and not (
             _numeric(op.get("lexpr")) or _numeric(op.get("rexpr"))):
         return Finding("function_not_allowed", f"{shown} between values that are not visibly numbers may run an "
                        "extension's function (pg_trgm's similarity); cast an operand to a number type.", shown,
@@ -104,6 +104,8 @@ def _numeric(node: object) -> bool:
     kind, body = unwrap(node)
     if kind == "A_Const":
         return "ival" in body or "fval" in body
+    if kind == "A_ArrayExpr":  # x % ANY (ARRAY[2, 3])
+        return any(_numeric(e) for e in body.get("elements", ()))
     if kind == "TypeCast":
         return (names(body.get("typeName", {}).get("names")) or [""])[-1].lower() in _NUMBER_TYPES
     if kind == "FuncCall":

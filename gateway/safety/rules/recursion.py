@@ -61,6 +61,17 @@ def recursion(ctx: Context, policy: Policy) -> Iterator[Finding]:
                           "join it to a table by equality, or read it with a LIMIT alone.", name, pos)
 
 
+def iterations(cte: JSON) -> float | None:
+    """Steps of a counter-bounded recursive CTE (see the module docstring), or None."""
+    name = cte.get("ctename", "")
+    _, query = unwrap(cte.get("ctequery"))
+    term = query.get("rarg") if query.get("op") == "SETOP_UNION" else None
+    if term is None:
+        return None
+    first = query.get("larg") or {}
+    return _counted(term, name, _columns(cte, first), first)
+
+
 def _references(term: JSON, name: str) -> bool:
     return any(k == "RangeVar" and b.get("relname") == name and not b.get("schemaname")
                for k, b in descend(term))
