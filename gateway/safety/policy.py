@@ -57,7 +57,7 @@ class Policy(BaseModel):
         "LEAST(expr, N)) is refused.",
     )
     max_aggregated_value_bytes: int = Field(
-        default=10_000, ge=1,
+        default=512, ge=1,
         description="Largest constant part of an aggregate's argument (string_agg, array_agg, json_agg ...) over "
         "table rows, where every row adds one such value.",
     )

@@ -173,7 +173,7 @@ _SCALED: dict[str, float] = {
                      "string_to_array", "regexp_split_to_array", "ts_headline"), 4.0),
     **dict.fromkeys(("to_json", "to_jsonb", "row_to_json", "array_to_json", "json_build_array",
                      "jsonb_build_array", "json_build_object", "jsonb_build_object", "json_object",
-                     "jsonb_object"), 6.0),  # escaping: a control character becomes \u0000
+                     "jsonb_object"), 2.0),  # quotes, keys and separators (a control character escapes to six)
     "normalize": 18.0,  # NFKD/NFKC: one code point decomposes into up to 18
 }
 # Aggregates that build one value out of every row they read.
