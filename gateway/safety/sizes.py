@@ -719,7 +719,7 @@ class Sizes:
 
     # -- helpers -------------------------------------------------------------------------------------------
     def _enclosing(self, scope: int) -> list[int]:
-        out = []
+        out: list[int] = []
         current: int | None = scope
         while current is not None and len(out) < 100:
             out.append(current)
@@ -766,7 +766,7 @@ def _walk(node: Any) -> list[tuple[str, JSON]]:
 def _target_names(query: JSON) -> list[str]:
     while query.get("op", "SETOP_NONE") != "SETOP_NONE":
         query = query.get("larg") or {}
-    out = []
+    out: list[str] = []
     for target in query.get("targetList", ()):
         _, res = unwrap(target)
         kind, val = unwrap(res.get("val"))

@@ -42,10 +42,10 @@ def amplification(ctx: Context, policy: Policy) -> Iterator[Finding]:
         if why:
             problems[id(body)] = why
     for kind, body in nodes:
-        why = problems.get(id(body))
-        if not why or any(id(b) in problems for k, b in _below(body) if k in _JUDGED):
+        found = problems.get(id(body))
+        if not found or any(id(b) in problems for k, b in _below(body) if k in _JUDGED):
             continue  # reported where the value is built, not at every expression around it
-        yield Finding("value_too_large", f"{_shown(kind, body)} {why}", _shown(kind, body),
+        yield Finding("value_too_large", f"{_shown(kind, body)} {found}", _shown(kind, body),
                       ctx.position(body.get("location")))
 
 

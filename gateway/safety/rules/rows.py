@@ -22,7 +22,7 @@ from gateway.safety.context import Context
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
 from gateway.safety.sizes import SET_RETURNING, Sizes
-from gateway.safety.tree import descend, names, unwrap
+from gateway.safety.tree import JSON, descend, names, unwrap
 
 
 def rows(ctx: Context, policy: Policy) -> Iterator[Finding]:
@@ -42,11 +42,11 @@ def rows(ctx: Context, policy: Policy) -> Iterator[Finding]:
                       f"{shown} rows{per}; the limit is {limit:,} (max_generate_series).", ", ".join(calls))
 
 
-def _set_returning(select: dict[str, object]) -> list[str]:
+def _set_returning(select: JSON) -> list[str]:
     """Names of the set-returning functions in one SELECT's FROM and target list (not in its subqueries)."""
     out: list[str] = []
-    nodes = [unwrap(unwrap(t)[1].get("val")) for t in select.get("targetList", ()) or ()]  # type: ignore[union-attr]
-    for item in select.get("fromClause", ()) or ():  # type: ignore[union-attr]
+    nodes = [unwrap(unwrap(t)[1].get("val")) for t in select.get("targetList", ()) or ()]
+    for item in select.get("fromClause", ()) or ():
         nodes.extend((k, b) for k, b in descend(item) if k == "RangeFunction")
     for kind, body in nodes:
         if kind == "RangeFunction":
