@@ -116,9 +116,12 @@ CODES: dict[str, Code] = _register(
     _safety("recursion_not_allowed", "WITH RECURSIVE while the policy sets allow_recursive to false."),
     _safety("generate_series_too_large", "generate_series with literal bounds producing more rows than "
             "max_generate_series, or an infinite bound."),
-    _safety("value_too_large", "A size-amplifying function (repeat, lpad, rpad, array_fill, format widths, "
-            "char(n) casts, nested) whose constant arguments build a value larger than max_value_bytes, or "
-            "max_aggregated_value_bytes inside an aggregate."),
+    _safety("value_too_large", "A value whose size bound (from the declared size rules of every function and "
+            "operator) is above max_value_bytes, holds more than 32 copies of the data of the tables read, or is "
+            "unknown: a count into an amplifier (repeat, lpad, array_fill, ^, factorial ...) that is not a "
+            "constant nor capped with LEAST(expr, N); max_aggregated_value_bytes per row inside an aggregate."),
+    _safety("rows_too_large", "Set-returning functions (unnest, string_to_table, jsonb_array_elements ...) in "
+            "one SELECT whose row bounds multiply to more than max_generate_series."),
     _safety("regex_too_costly", "A regular expression with a backreference or nested bounded repetitions (in "
             "~, ~*, !~, !~*, SIMILAR TO, regexp_*, substring ... from, jsonpath like_regex)."),
     _safety("regex_not_constant", "A regular expression pattern that is not a constant, so it cannot be "

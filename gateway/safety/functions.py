@@ -153,3 +153,17 @@ def blocked_reason(name: str) -> str | None:
         if name.startswith(prefix):
             return why
     return None
+
+
+# Operators of core PostgreSQL (pg_catalog) that the static check lets through: each runs a built-in function
+# for built-in types. An operator is a function call in disguise: one not listed here (an extension's, such
+# as pg_trgm's <% or <->) is refused like a function that is not on the allowlist.
+OPERATORS: frozenset[str] = frozenset(
+    """
+    + - * / % ^ |/ ||/ @ & | # ~ << >> = <> != < > <= >= || ~~ ~~* !~~ !~~* ~* !~ !~* @> <@ && &< &> -|-
+    ? ?| ?& -> ->> #> #>> #- @? @@ @@@ ^@ <<= >>=
+    """.split()
+)
+# Symbols an extension commonly defines on text too (pg_trgm's text % text runs similarity()): allowed only
+# when an operand is visibly a number, which selects the core operator.
+NUMERIC_ONLY_OPERATORS: frozenset[str] = frozenset({"%"})

@@ -45,17 +45,26 @@ class Policy(BaseModel):
         "(a WHERE in the recursive term or a LIMIT).",
     )
     max_generate_series: int = Field(
-        default=1_000_000, ge=1, description="Largest row count a generate_series call may produce."
+        default=1_000_000, ge=1, description="Largest row count a generate_series call may produce, and the "
+        "largest product of the row counts of set-returning functions (unnest, string_to_table, "
+        "jsonb_array_elements ...) joined in one FROM, or of the iterations of a counted recursive CTE."
     )
     max_value_bytes: int = Field(
         default=100_000, ge=1,
-        description="Largest value (bytes of text, elements of an array) that size-amplifying functions "
-        "(repeat, lpad, rpad, array_fill, format widths) may build from constant arguments.",
+        description="Largest value (bytes of text, elements of an array, digits of a number) the static size "
+        "analysis lets a query build: every function and operator has a declared output-size rule, and a "
+        "value whose bound is above this (or unknown: a count that is not a constant nor capped with "
+        "LEAST(expr, N)) is refused.",
     )
     max_aggregated_value_bytes: int = Field(
-        default=10_000, ge=1,
-        description="The same limit inside an aggregate's argument (string_agg, array_agg, json_agg ...), where "
-        "every row adds one such value.",
+        default=512, ge=1,
+        description="Largest constant part of an aggregate's argument (string_agg, array_agg, json_agg ...) over "
+        "table rows, where every row adds one such value.",
+    )
+    assumed_value_bytes: int = Field(
+        default=1_000, ge=1,
+        description="The size the static analysis assumes for one stored value (a column of one row) when it "
+        "bounds what a query builds from it: repeat(name, 100) counts as 100 times this.",
     )
     allow_dynamic_regex: bool = Field(
         default=False,

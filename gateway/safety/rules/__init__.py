@@ -21,6 +21,7 @@ from gateway.safety.rules.hidden import hidden
 from gateway.safety.rules.nested_statements import nested_statements
 from gateway.safety.rules.recursion import recursion
 from gateway.safety.rules.regex import regex
+from gateway.safety.rules.rows import rows
 from gateway.safety.rules.sqlglot_agrees import sqlglot_agrees
 
 Rule = Callable[[Context, Policy], Iterable[Finding]]
@@ -30,6 +31,7 @@ RULES: tuple[Rule, ...] = (
     functions,
     generate_series,
     amplification,
+    rows,
     regex,
     catalogs,
     hidden,

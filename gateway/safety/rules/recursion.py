@@ -1,18 +1,32 @@
-"""Recursive CTEs: refused when the policy forbids them, otherwise they must bound their recursion.
+"""Recursive CTEs: refused when the policy forbids them, otherwise they must show a bound the analysis can see.
 
-A recursive term is bounded when it has a WHERE, a join predicate (walking finite data, e.g. employees
-by manager; a cycle in the data is then stopped by the statement timeout at execution), or the CTE has a
-CYCLE clause; a LIMIT on the statement that owns the WITH bounds it too.
+Any WHERE is not a bound (``WHERE n > 0`` over ``n + 1`` never stops). A recursive CTE is bounded when:
+
+- **a counter**: its recursive term reads only the CTE, one column steps by a positive constant
+  (``n + 1``, or ``n - 2`` going down) from a constant start, and a top-level conjunct of the WHERE stops it at
+  a constant (``n < 100``, ``n >= -5``); the number of iterations (at most ``max_generate_series``) is then
+  known;
+- **a walk over stored data**: its recursive term joins the CTE to tables only, by an equality between a
+  column of the CTE and a column of a table (``e.manager_id = c.employee_id``): each step follows stored
+  rows; a cycle in the data is stopped by ``statement_timeout`` (time; the work table spills to disk);
+- **a LIMIT that stops it**: the statement owning the WITH reads the CTE alone with a constant LIMIT and
+  nothing that needs every row first (no WHERE, ORDER BY, GROUP BY, DISTINCT, aggregate or window), and the
+  CTE is read nowhere else: Postgres computes a recursive CTE lazily, so it stops after LIMIT rows.
+
+CYCLE and SEARCH clauses are not bounds (``CYCLE n`` over ``n + 1`` never sees a cycle).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from gateway.safety import fold
 from gateway.safety.context import Context
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
-from gateway.safety.tree import JSON, descend, unwrap
+from gateway.safety.sizes import SET_RETURNING
+from gateway.safety.tree import JSON, descend, names, unwrap
 
 
 def recursion(ctx: Context, policy: Policy) -> Iterator[Finding]:
@@ -31,9 +45,31 @@ def recursion(ctx: Context, policy: Policy) -> Iterator[Finding]:
             if not policy.allow_recursive:
                 yield Finding("recursion_not_allowed", f"WITH RECURSIVE {name} is not allowed on this "
                               "database (allow_recursive).", name, pos)
-            elif not (_bounded(term) or cte.get("cycle_clause") or select.body.get("limitCount")):
-                yield Finding("unbounded_recursion", f"The recursive term of {name} has no WHERE or join "
-                              "condition to stop it, and there is no LIMIT.", name, pos)
+                continue
+            columns = _columns(cte, query.get("larg") or {})
+            iterations = _counted(term, name, columns, query.get("larg") or {})
+            if iterations is not None:
+                if iterations > policy.max_generate_series:
+                    yield Finding("unbounded_recursion", f"The counter of {name} runs about {iterations:,.0f} "
+                                  f"steps; the limit is {policy.max_generate_series:,} (max_generate_series).",
+                                  name, pos)
+                continue
+            if _walks(term, name) or _limited(ctx, select.body, name):
+                continue
+            yield Finding("unbounded_recursion", f"The recursive term of {name} shows no bound: step a counter "
+                          "column by a constant and stop it at a constant in the WHERE (n + 1 ... WHERE n < 100), "
+                          "join it to a table by equality, or read it with a LIMIT alone.", name, pos)
+
+
+def iterations(cte: JSON) -> float | None:
+    """Steps of a counter-bounded recursive CTE (see the module docstring), or None."""
+    name = cte.get("ctename", "")
+    _, query = unwrap(cte.get("ctequery"))
+    term = query.get("rarg") if query.get("op") == "SETOP_UNION" else None
+    if term is None:
+        return None
+    first = query.get("larg") or {}
+    return _counted(term, name, _columns(cte, first), first)
 
 
 def _references(term: JSON, name: str) -> bool:
@@ -41,14 +77,166 @@ def _references(term: JSON, name: str) -> bool:
                for k, b in descend(term))
 
 
-def _bounded(term: JSON) -> bool:
-    if term.get("whereClause"):
-        return True
-    for kind, body in descend(term.get("fromClause")):
-        if kind == "JoinExpr" and (body.get("usingClause") or body.get("isNatural")):
+def _columns(cte: JSON, first: JSON) -> list[str]:
+    """The CTE's column names: its alias list, else the names of its non-recursive term's targets."""
+    aliases = names(cte.get("aliascolnames"))
+    if aliases:
+        return aliases
+    while first.get("op", "SETOP_NONE") != "SETOP_NONE":
+        first = first.get("larg") or {}
+    out = []
+    for target in first.get("targetList", ()):
+        _, res = unwrap(target)
+        if res.get("name"):
+            out.append(res["name"])
+        else:
+            kind, val = unwrap(res.get("val"))
+            out.append((names(val.get("fields")) or [""])[-1] if kind == "ColumnRef" else "")
+    return out
+
+
+def _counted(term: JSON, name: str, columns: list[str], first: JSON) -> float | None:
+    """Iterations of a counter-bounded recursive term, or None when it is not one."""
+    items = term.get("fromClause", ())
+    if len(items) != 1:
+        return None
+    kind, rel = unwrap(items[0])
+    if kind != "RangeVar" or rel.get("relname") != name or rel.get("schemaname"):
+        return None
+    alias = rel.get("alias", {}).get("aliasname") or name
+    if _fans_out(term):
+        return None
+    targets = [unwrap(unwrap(t)[1].get("val")) for t in term.get("targetList", ())]
+    starts = [unwrap(t)[1].get("val") for t in first.get("targetList", ())]
+    if first.get("op", "SETOP_NONE") != "SETOP_NONE" or len(starts) != len(columns):
+        return None
+    best: float | None = None
+    for conjunct in _conjuncts(term.get("whereClause")):
+        stop = _stop(conjunct, alias, columns)
+        if stop is None:
+            continue
+        position, limit, upward = stop
+        if position >= len(targets):
+            continue
+        step = _step(targets[position], alias, columns[position])
+        start = fold.number(starts[position])
+        if step is None or start is None or (step > 0) != upward:
+            continue
+        steps = max((limit - start) / step, 0.0) + 2  # the start row and the step that fails the test
+        best = steps if best is None else min(best, steps)
+    return best
+
+
+def _stop(conjunct: Any, alias: str, columns: list[str]) -> tuple[int, float, bool] | None:
+    """``n < 100`` -> (position of n, 100, True: the counter must go up to reach it)."""
+    kind, expr = unwrap(conjunct)
+    if kind != "A_Expr" or expr.get("kind") != "AEXPR_OP":
+        return None
+    op = (names(expr.get("name")) or [""])[-1]
+    flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+    left, right = expr.get("lexpr"), expr.get("rexpr")
+    if _column_position(left, alias, columns) is None:
+        left, right, op = right, left, flip.get(op, "")
+    position = _column_position(left, alias, columns)
+    limit = fold.number(right)
+    if position is None or limit is None or op not in flip:
+        return None
+    return position, limit, op in ("<", "<=")
+
+
+def _column_position(node: Any, alias: str, columns: list[str]) -> int | None:
+    kind, ref = unwrap(node)
+    while kind == "TypeCast":
+        kind, ref = unwrap(ref.get("arg"))
+    if kind != "ColumnRef":
+        return None
+    parts = names(ref.get("fields"))
+    if len(parts) == 2 and parts[0] != alias or len(parts) > 2 or not parts:
+        return None
+    return columns.index(parts[-1]) if parts[-1] in columns else None
+
+
+def _step(target: tuple[str, JSON], alias: str, column: str) -> float | None:
+    """``n + 3`` -> 3, ``n - 1`` -> -1 for the counter column; None for anything else."""
+    kind, expr = target
+    if kind != "A_Expr" or expr.get("kind") != "AEXPR_OP":
+        return None
+    op = (names(expr.get("name")) or [""])[-1]
+    left, right = expr.get("lexpr"), expr.get("rexpr")
+    if op == "+" and _column_position(right, alias, [column]) == 0:
+        left, right = right, left
+    if _column_position(left, alias, [column]) != 0:
+        return None
+    amount = fold.number(right)
+    if amount is None or amount <= 0 or op not in ("+", "-"):
+        return None
+    return amount if op == "+" else -amount
+
+
+def _walks(term: JSON, name: str) -> bool:
+    """The CTE joined to tables only, by an equality between a CTE column and a table column."""
+    items: list[tuple[str, JSON]] = []
+    quals: list[Any] = [term.get("whereClause")]
+    stack = list(term.get("fromClause", ()))
+    while stack:
+        kind, body = unwrap(stack.pop())
+        if kind == "JoinExpr":
+            stack += [body.get("larg"), body.get("rarg")]
+            quals.append(body.get("quals"))
+        else:
+            items.append((kind, body))
+    if any(kind != "RangeVar" for kind, _ in items) or _fans_out(term):
+        return False
+    own = {b.get("alias", {}).get("aliasname") or name for _, b in items
+           if b.get("relname") == name and not b.get("schemaname")}
+    tables = {b.get("alias", {}).get("aliasname") or b.get("relname") for _, b in items
+              if not (b.get("relname") == name and not b.get("schemaname"))}
+    if not own or not tables:
+        return False
+    for conjunct in (c for q in quals for c in _conjuncts(q)):
+        kind, expr = unwrap(conjunct)
+        if kind != "A_Expr" or expr.get("kind") != "AEXPR_OP" or names(expr.get("name")) != ["="]:
+            continue
+        sides = [_qualifier(expr.get("lexpr")), _qualifier(expr.get("rexpr"))]
+        if (sides[0] in own and sides[1] in tables) or (sides[1] in own and sides[0] in tables):
             return True
-        if kind == "JoinExpr" and body.get("quals"):
-            qkind, quals = unwrap(body["quals"])
-            if not (qkind == "A_Const" and "boolval" in quals):
-                return True
     return False
+
+
+def _fans_out(term: JSON) -> bool:
+    """A set-returning function in the recursive term's targets multiplies the rows of every step."""
+    return any(k == "FuncCall" and (names(b.get("funcname")) or [""])[-1].lower() in SET_RETURNING
+               for k, b in descend(term.get("targetList")))
+
+
+def _qualifier(node: Any) -> str | None:
+    kind, ref = unwrap(node)
+    parts = names(ref.get("fields")) if kind == "ColumnRef" else []
+    return parts[-2] if len(parts) >= 2 else None
+
+
+def _limited(ctx: Context, owner: JSON, name: str) -> bool:
+    """A constant LIMIT on a plain read of the CTE alone, which is read nowhere else."""
+    if fold.number(owner.get("limitCount")) is None:
+        return False
+    if any(owner.get(k) for k in ("whereClause", "groupClause", "havingClause", "sortClause", "distinctClause",
+                                  "windowClause", "groupDistinct")):
+        return False
+    items = owner.get("fromClause", ())
+    if len(items) != 1:
+        return False
+    kind, rel = unwrap(items[0])
+    if kind != "RangeVar" or rel.get("relname") != name or rel.get("schemaname"):
+        return False
+    for target in owner.get("targetList", ()):
+        if any(k in ("FuncCall", "SubLink") for k, _ in descend(target)):
+            return False  # an aggregate, a window or a set-returning function may need every row
+    reads = sum(1 for rel, _ in ctx.tree.relations if rel.get("relname") == name and not rel.get("schemaname"))
+    return reads == 2  # the recursive term's and this one
+
+
+def _conjuncts(node: Any) -> list[Any]:
+    kind, body = unwrap(node)
+    if kind == "BoolExpr" and body.get("boolop") == "AND_EXPR":
+        return [c for arg in body.get("args", ()) for c in _conjuncts(arg)]
+    return [node] if kind else []

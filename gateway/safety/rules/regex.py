@@ -39,8 +39,17 @@ MAX_NESTED_REPEAT = 1000
 def regex(ctx: Context, policy: Policy) -> Iterator[Finding]:
     for clause, pattern, location, jsonpath in _patterns(ctx):
         if jsonpath:
-            text = fold.text(pattern)
-            for inner in _like_regexes(text or ""):
+            text = fold.text(_strip_jsonpath_cast(pattern))
+            if text is None:
+                if _tsquery(pattern):
+                    continue  # tsvector @@ tsquery: a text search, no regular expression
+                if not policy.allow_dynamic_regex:
+                    yield Finding("regex_not_constant", f"The jsonpath of {clause} is not a constant, so a "
+                                  "like_regex in it cannot be checked for catastrophic constructs; use a literal "
+                                  "path (or the database's policy may set allow_dynamic_regex).", clause,
+                                  ctx.position(location))
+                continue
+            for inner in _like_regexes(text):
                 yield from _judge_text(ctx, clause, inner, location)
             continue
         for node in _alternatives(pattern):
@@ -90,6 +99,30 @@ def _patterns(ctx: Context) -> Iterator[tuple[str, Any, object, bool]]:
             yield "substring()", args[1], call.get("location"), False
         elif name in _JSONPATH_FUNCTIONS and len(args) >= 2:
             yield f"{name}()", args[1], call.get("location"), True
+
+
+_TSQUERY_FUNCTIONS = frozenset({"to_tsquery", "plainto_tsquery", "phraseto_tsquery", "websearch_to_tsquery",
+                                "querytree", "numnode", "ts_rewrite", "tsquery_phrase"})
+
+
+def _strip_jsonpath_cast(node: Any) -> Any:
+    """'$.a ? (@ like_regex "x")'::jsonpath is the text it casts."""
+    kind, body = unwrap(node)
+    while kind == "TypeCast" and (names(body.get("typeName", {}).get("names")) or [""])[-1].lower() == "jsonpath":
+        node = body.get("arg")
+        kind, body = unwrap(node)
+    return node
+
+
+def _tsquery(node: Any) -> bool:
+    kind, body = unwrap(node)
+    if kind == "TypeCast":
+        return (names(body.get("typeName", {}).get("names")) or [""])[-1].lower() == "tsquery"
+    if kind == "FuncCall":
+        return _name(body) in _TSQUERY_FUNCTIONS
+    if kind == "A_Expr" and names(body.get("name"))[-1:] in (["&&"], ["||"]) and body.get("lexpr") is not None:
+        return _tsquery(body.get("lexpr")) or _tsquery(body.get("rexpr"))  # q1 && q2, q1 || q2
+    return False
 
 
 def _is_pattern_substring(args: list[Any]) -> bool:
