@@ -426,6 +426,8 @@ async def _load_relations(state: GatewayState) -> None:
     """Load the relations of databases with row filters, so that ``check`` can judge before any query ran;
     best effort: a database that does not answer now is loaded by its first query."""
     for name in state.targets.by_name:
+        if state.rules is not None and state.rules.status(name).state == "unavailable":
+            continue  # not served (its rules cannot be read): readiness says why, requests get rules_unavailable
         if row_policy.has_row_filters(state, name):
             try:
                 await row_policy.relations(state, name)

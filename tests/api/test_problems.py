@@ -79,9 +79,9 @@ async def test_database_error_keeps_sqlstate_and_position(client: httpx.AsyncCli
 
 
 async def test_statement_timeout_with_a_real_slow_query(client: httpx.AsyncClient) -> None:
-    # Allowed SQL that takes far longer than the 1.5 s statement_timeout: a bounded recursive count.
-    slow = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000000) "
-            "SELECT count(*) FROM n")
+    # Allowed SQL that takes far longer than the 1.5 s statement_timeout (minutes): the md5 of a 90 kB value
+    # for each of a million rows. Every size and row bound holds, and the planner costs it low.
+    slow = "SELECT count(*) FROM generate_series(1, 1000000) AS n(i) WHERE md5(repeat('abcdefghij', 9000) || i) = ''"
     body = assert_problem(await client.post("/v1/sql", json={"database": "demo", "sql": slow}), 504,
                           "statement_timeout")
     assert body["sqlstate"] == "57014" and "statement_timeout_ms" in str(body["detail"])
@@ -133,10 +133,10 @@ async def test_non_json_body(client: httpx.AsyncClient, content_type: str) -> No
 
 
 async def test_result_too_large_for_memory(client: httpx.AsyncClient) -> None:
-    # 5 rows under max_rows, but 2 MB of text against a 1 MB max_result_bytes (md5 of a column, so the
-    # static bound on constant sizes, value_too_large, does not see 384 kB per row).
+    # 40 rows under max_rows of 32 kB each (each within the static size bound, value_too_large), 1.3 MB of
+    # text against a 1 MB max_result_bytes.
     response = await client.post("/v1/sql", json={
-        "database": "demo", "sql": "SELECT repeat(md5(name), 12000) AS wide FROM regions LIMIT 5"})
+        "database": "demo", "sql": "SELECT repeat(md5(first_name), 1000) AS wide FROM customers LIMIT 40"})
     body = assert_problem(response, 422, "result_too_large")
     assert "max_result_bytes" in str(body["detail"])
 
@@ -146,15 +146,15 @@ async def test_query_cancelled_by_the_database(client: httpx.AsyncClient, demo_a
 
     import asyncpg
 
-    slow = ("WITH RECURSIVE cancel_me(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM cancel_me WHERE i < 200000000) "
-            "SELECT count(*) FROM cancel_me")
+    slow = ("SELECT count(*) AS cancel_me FROM generate_series(1, 1000000) AS n(i) "
+            "WHERE md5(repeat('abcdefghij', 9000) || i) = ''")
     request = asyncio.create_task(client.post("/v1/sql", json={"database": "demo", "sql": slow}))
     admin = await asyncpg.connect(demo_admin_dsn)
     try:
         for _ in range(100):
             cancelled = await admin.fetchval(
                 "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity "
-                "WHERE query LIKE 'WITH RECURSIVE cancel_me%' AND pid <> pg_backend_pid() AND state = 'active' "
+                "WHERE query LIKE 'SELECT count(*) AS cancel_me%' AND pid <> pg_backend_pid() AND state = 'active' "
                 # A backend between protocol messages (after Parse, before Execute) ignores a cancel.
                 "AND clock_timestamp() - query_start > interval '100 milliseconds'")
             if cancelled:
