@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import httpx
+
 ROOT = Path(__file__).resolve().parents[1]
 # bench/ itself off the path: bench/mcp.py would shadow the mcp SDK the test authorization server uses.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
@@ -100,6 +102,11 @@ def throughput(idp: AuthServer, rounds: int, duration: int, concurrency: int) ->
                                   "--databases", "demo"], env=env, cwd=ROOT, capture_output=True, text=True,
                                  check=True).stdout.strip().splitlines()[-1]
             token = idp.mint("alice", ttl_s=3600)
+            for name, credential in (("key", key), ("token", token)):  # one request each: say why, if refused
+                answer = httpx.post(base + "/v1/sql", content=BODY, timeout=10, headers={
+                    "Authorization": f"Bearer {credential}", "Content-Type": "application/json"})
+                if answer.status_code != 200:
+                    raise SystemExit(f"{name}: {answer.status_code} {answer.text}")
             scripts = {"key": lua(tmp, "key", key), "token": lua(tmp, "token", token)}
             for script in scripts.values():  # warm-up: pools, caches, the JWKS
                 wrk(base + "/v1/sql", concurrency, 1, script)
