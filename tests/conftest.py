@@ -13,6 +13,9 @@ Fixtures:
 - ``fresh_db`` (function): the superuser DSN of a new, empty, uniquely named database, dropped afterwards.
 - ``llm_server`` (session) / ``llm`` (function): a scripted OpenAI-compatible server on loopback
   (gateway.testing.scripted_llm), reset around each test that uses ``llm``.
+- ``idp_server`` (session) / ``idp`` (function): a test OAuth 2.1 / OIDC authorization server on loopback
+  (gateway.testing.authserver: metadata, JWKS, PKCE code flow, registration, introspection, ``mint``),
+  reset around each test that uses ``idp`` (initial keys, users, ``login_as("alice")``, no clients, counters 0).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import pytest
 
 from gateway.demo.embedded import EmbeddedPostgres, StopMode
 from gateway.demo.generator import derive_dsn, ensure_demo_database
+from gateway.testing.authserver import AuthServer
 from gateway.testing.scripted_llm import ScriptedLLM
 
 # Apps under test run in-process or on 127.0.0.1, so access control is off unless a test turns it on
@@ -155,3 +159,18 @@ def llm(llm_server: ScriptedLLM) -> Iterator[ScriptedLLM]:
     llm_server.reset()
     yield llm_server
     llm_server.reset()
+
+
+@pytest.fixture(scope="session")
+def idp_server() -> Iterator[AuthServer]:
+    """One test authorization server on loopback for the whole session (its keys are made once)."""
+    with AuthServer() as server:
+        yield server
+
+
+@pytest.fixture
+def idp(idp_server: AuthServer) -> Iterator[AuthServer]:
+    """The session's authorization server back to its initial keys, users and login, before and after."""
+    idp_server.reset()
+    yield idp_server
+    idp_server.reset()
