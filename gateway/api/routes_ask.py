@@ -19,7 +19,7 @@ from gateway.auth.access import authorize
 from gateway.corrections import hand_over
 from gateway.feedback import audit_answer
 from gateway.observability.logging import get_logger
-from gateway.pipeline import budget
+from gateway.pipeline import token_budget
 from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, open_thread
 from gateway.pipeline.respond import Answer, sse, to_json
 from gateway.service import Gateway
@@ -76,7 +76,8 @@ async def post_ask(
                          client=x_client_id)
     thread = await open_thread(state, q)  # an unknown conversation is a plain problem response too
     if EVENT_STREAM in request.headers.get("accept", ""):
-        await budget.check(state, q)  # a spent token budget is a plain 429 too, not an event in a 200 stream
+        # A spent token budget is a plain 429 too, not an event in a 200 stream.
+        await token_budget.check(state.store, state.settings.llm, q.client)
         answers: list[Answer] = []
         return StreamingResponse(
             _events(state, q, answers, thread), media_type=EVENT_STREAM,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from gateway import errors
 from gateway.masking import hidden_names_of, mask
 from gateway.observability.logging import get_logger
-from gateway.pipeline import budget, loop, prompts
+from gateway.pipeline import loop, prompts, token_budget
 from gateway.pipeline.candidates import OnCandidates
 from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.respond import Answer
@@ -108,10 +108,10 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         thread = await open_thread(state, q)
     if thread is None:
         answer = await loop.ask(state, q, on_attempt, on_candidates)
-        await budget.charge(state, q, answer.attempts)
+        await token_budget.charge(state.store, state.settings.llm, q.client, answer.attempts)
         return answer
     answer = await loop.ask(state, q, on_attempt, on_candidates, earlier=earlier_of(state, thread))
-    await budget.charge(state, q, answer.attempts)
+    await token_budget.charge(state.store, state.settings.llm, q.client, answer.attempts)
     answer.conversation_id = thread.id
     if not await record(state, thread, q, answer) and thread.new:
         answer.conversation_id = None  # nothing to continue: do not hand out an id that answers 404

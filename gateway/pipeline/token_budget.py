@@ -21,10 +21,9 @@ from datetime import UTC, datetime, timedelta
 
 from gateway import errors
 from gateway.observability.logging import get_logger
-from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Attempt
-from gateway.state import GatewayState
-from gateway.store import usage
+from gateway.settings import LLMSettings
+from gateway.store import Store, usage
 from gateway.store.pool import store_faults
 
 log = get_logger(__name__)
@@ -32,24 +31,20 @@ log = get_logger(__name__)
 STORE_TIMEOUT_S = 2.0
 
 
-def _budget(state: GatewayState, q: Question) -> int:
-    return state.settings.llm.daily_token_budget_per_user if q.client is not None else 0
-
-
-async def check(state: GatewayState, q: Question) -> None:
-    """Raise ``token_budget_exceeded`` (429, Retry-After until midnight UTC) when ``q``'s owner spent today's
-    budget; ``store_unavailable`` or ``store_not_configured`` only when failing closed."""
-    budget = _budget(state, q)
-    if budget <= 0 or q.client is None:
+async def check(store: Store | None, llm: LLMSettings, owner: str | None) -> None:
+    """Raise ``token_budget_exceeded`` (429, Retry-After until midnight UTC) when ``owner`` (a question's
+    ``client``) spent today's budget; ``store_unavailable`` or ``store_not_configured`` only when failing
+    closed."""
+    budget = llm.daily_token_budget_per_user
+    if budget <= 0 or owner is None:
         return
-    llm = state.settings.llm
     try:
-        if state.store is None:
+        if store is None:
             raise errors.StoreNotConfigured("llm.daily_token_budget_per_user counts tokens in the store: set "
                                             "store.dsn")
         with store_faults("the question's token budget could not be checked; ask again later"):
             async with asyncio.timeout(STORE_TIMEOUT_S):
-                spent = await usage.spent_today(state.store.pool, q.client)
+                spent = await usage.spent_today(store.pool, owner)
     except (errors.StoreUnavailable, errors.StoreNotConfigured, TimeoutError) as exc:
         if not llm.token_budget_fail_open:
             if isinstance(exc, TimeoutError):
@@ -75,15 +70,15 @@ def tokens_of(attempts: Iterable[Attempt]) -> int:
     return sum(a.tokens.get("prompt", 0) + a.tokens.get("completion", 0) for a in attempts)
 
 
-async def charge(state: GatewayState, q: Question, attempts: Iterable[Attempt]) -> None:
-    """Add the tokens ``attempts`` used to the owner's count for today; best effort (see the docstring)."""
-    if _budget(state, q) <= 0 or q.client is None or state.store is None:
+async def charge(store: Store | None, llm: LLMSettings, owner: str | None, attempts: Iterable[Attempt]) -> None:
+    """Add the tokens ``attempts`` used to ``owner``'s count for today; best effort (see the docstring)."""
+    if llm.daily_token_budget_per_user <= 0 or owner is None or store is None:
         return
     tokens = tokens_of(attempts)
     if tokens <= 0:
         return
     try:
         async with asyncio.timeout(STORE_TIMEOUT_S):
-            await usage.add(state.store, q.client, tokens)
+            await usage.add(store, owner, tokens)
     except Exception as exc:  # noqa: BLE001 - the answer is computed; losing its count is logged
         log.warning("token_usage_not_recorded", tokens=tokens, error=repr(exc))
