@@ -19,8 +19,7 @@ from gateway.auth.access import authorize
 from gateway.corrections import hand_over
 from gateway.feedback import audit_answer
 from gateway.observability.logging import get_logger
-from gateway.pipeline import token_budget
-from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, open_thread
+from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, open_thread, token_budget
 from gateway.pipeline.respond import Answer, sse, to_json
 from gateway.service import Gateway
 from gateway.state import GatewayState
