@@ -287,7 +287,7 @@ async def test_give_feedback_is_for_the_asker_only(http_gw: Served, llm: Scripte
                              await http_gw.key("client", ("other",)))
     script(llm, sql("SELECT count(*) AS n FROM regions"))
     async with http_client(http_gw.url, asker) as client:
-        asked = await client.call_tool("ask", {"database": "demo", "question": "How many regions are there?"})
+        asked = await client.call_tool("ask", {"database": "demo", "question": "Count the regions, asker only"})
         assert not asked.is_error, asked
     request_id = asked.structured_content["request_id"]
     for token in (dba, elsewhere):
@@ -299,4 +299,5 @@ async def test_give_feedback_is_for_the_asker_only(http_gw: Served, llm: Scripte
         assert "demo" not in text_of(fed)
     async with http_client(http_gw.url, asker) as client:
         own = await client.call_tool("give_feedback", {"request_id": request_id, "verdict": "correct"})
-    assert not own.is_error and own.structured_content["example_status"] == "proposed"
+    assert not own.is_error and own.structured_content["created"] is True
+    assert own.structured_content["example_status"] == "proposed"
