@@ -1,12 +1,12 @@
 """Conversations: a follow-up question ("and by month?", "only 2024") sees the turns before it.
 
 A question with a client (``Question.client``, its owner: the end user, else the API key, else the
-``X-Client-Id`` with auth off; see :mod:`gateway.ownership`) and no
-``conversation_id`` starts a conversation; the answer carries its new id (128 random bits). A question that
-names one continues it, but only when that owner started it, on the same database, within
-``store.conversation_retention_days``: any other id answers ``unknown_conversation`` (404), the same for an
-id that never existed, so another client's turns can be neither read (through a follow-up's prompt) nor
-added to.
+``X-Client-Id`` with auth off; see :mod:`gateway.ownership`) and no ``conversation_id`` starts a
+conversation; the answer carries its new id (128 random bits). A question that names one continues it, but
+only when that owner started it, on the same database, within ``store.conversation_retention_days``: any
+other id answers ``unknown_conversation`` (404), the same for an id that never existed, so another owner's
+turns (another end user's behind the same frontend, too) can be neither read (through a follow-up's prompt)
+nor added to.
 
 What a follow-up carries (:func:`render`): the earlier turns' questions, their SQL and the shape of their
 results (columns and row count, never rows), or the clarifying question the gateway asked and its options,
