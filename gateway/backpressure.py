@@ -1,8 +1,9 @@
 """Backpressure: shed load early with a fast 429 or 503 instead of queueing without bound.
 
-- :class:`RateLimiter`: a token bucket per API key (per client address when auth is off), with rates per
-  role; 429 ``too_many_requests`` with ``Retry-After`` when a bucket is empty. Buckets live in memory per
-  replica (``backpressure.max_tracked_clients`` of them at most, least recently seen dropped first).
+- :class:`RateLimiter`: a token bucket per API key and one per end user (per client address when auth is
+  off), with rates per role (``backpressure.user_rate_per_s`` for users); 429 ``too_many_requests`` with
+  ``Retry-After`` when a bucket is empty. Buckets live in memory per replica
+  (``backpressure.max_tracked_clients`` of them at most, least recently seen dropped first).
 - :class:`Strangers`: a small budget per client address for requests refused for a missing or invalid API
   key (``backpressure.unauthenticated_per_s``); once an address has spent it, its requests without a known
   key answer 429 before any key lookup, so guessing keys costs the store nothing and a valid key is never
@@ -32,6 +33,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from gateway import errors
+from gateway.auth.keys import Principal
 from gateway.observability import metrics
 from gateway.settings import BackpressureSettings
 
@@ -84,21 +86,39 @@ class RateLimits:
         self.default = RateLimiter(settings.rate_per_s, settings.burst, settings.max_tracked_clients)
         self.by_role = {role: RateLimiter(limit.rate_per_s, limit.burst, settings.max_tracked_clients)
                         for role, limit in settings.roles.items()}
+        self.users = RateLimiter(settings.user_rate_per_s, settings.user_burst, settings.max_tracked_clients)
 
     @property
     def enabled(self) -> bool:
-        return self.default.rate > 0 or any(limiter.rate > 0 for limiter in self.by_role.values())
+        return (self.default.rate > 0 or self.users.rate > 0
+                or any(limiter.rate > 0 for limiter in self.by_role.values()))
 
-    def check(self, key: str, role: str | None = None) -> None:
+    def check_principal(self, principal: Principal, address: str) -> None:
+        """Take a token from each bucket the caller spends from: its API key's (with the key's role limit),
+        its end user's (``backpressure.user_rate_per_s``, else the role limit), or, for neither (auth off),
+        its address's. A frontend key serving many users keeps its cap; each user has a bucket of its own."""
+        if principal.key_id is not None:
+            self.check("key:" + principal.key_id, principal.role.value)
+        if principal.user is not None:
+            if self.users.rate > 0:
+                self.check(principal.owner, principal.role.value, user=True)
+            else:
+                self.check(principal.owner, principal.role.value)
+        if principal.key_id is None and principal.user is None:
+            self.check("addr:" + address)
+
+    def check(self, key: str, role: str | None = None, *, user: bool = False) -> None:
         """Take a token for ``key``; raises :class:`errors.TooManyRequests` with ``Retry-After``."""
-        limiter = self.by_role.get(role, self.default) if role else self.default
+        limiter = self.users if user else self.by_role.get(role, self.default) if role else self.default
         wait = limiter.take(key)
         if wait > 0:
             metrics.REJECTED.labels("rate_limited").inc()
-            setting = f"backpressure.roles.{role}" if role in self.by_role else "backpressure.rate_per_s"
+            setting = ("backpressure.user_rate_per_s" if user else f"backpressure.roles.{role}"
+                       if role in self.by_role else "backpressure.rate_per_s")
+            who = "user" if key.startswith("user:") else "API key" if role else "client"
             error = errors.TooManyRequests(
                 f"rate limit of {limiter.rate:g} requests/s (burst {limiter.burst:g}) reached for this "
-                f"{'API key' if role else 'client'}; retry after {wait:.2f} s ({setting})",
+                f"{who}; retry after {wait:.2f} s ({setting})",
                 retry_after_s=round(wait, 3),
             )
             error.retry_after = max(1, math.ceil(wait))  # type: ignore[misc]  # the header wants whole seconds

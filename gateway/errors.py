@@ -140,6 +140,13 @@ class TooManyRequests(GatewayError):
     code, status, title, retry_after = "too_many_requests", 429, "Too many requests", 1
 
 
+class TokenBudgetExceeded(GatewayError):
+    """The owner's LLM tokens for today (UTC) are spent (``llm.daily_token_budget_per_user``); Retry-After
+    counts the seconds until midnight UTC."""
+
+    code, status, title, retry_after = "token_budget_exceeded", 429, "Daily LLM token budget spent", 60
+
+
 class DatabaseUnavailable(GatewayError):
     code, status, title, retry_after = "database_unavailable", 503, "Database unavailable", 2
 

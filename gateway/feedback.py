@@ -2,25 +2,28 @@
 
 - Every answer is audited in the store before it is sent, so feedback can name it by request id (with the
   answers of concurrent requests in one statement: gateway.store.batch).
-- Feedback is idempotent per (request, client): the same feedback again returns the stored row; different
-  feedback from the same client is a ``feedback_conflict``.
+- Feedback is accepted only from the owner of the answer (:mod:`gateway.ownership`: the end user, else the
+  API key, else the ``X-Client-Id`` with auth off), and so are the correction and the example proposal it
+  carries. Anyone else's feedback answers ``unknown_request``, exactly as an id that was never audited, so
+  it neither reaches another owner's answer nor tells whether an id exists or which database it is on.
+- Feedback is idempotent per (request, owner): the same feedback again returns the stored row; different
+  feedback from the same owner is a ``feedback_conflict``.
 - ``correct`` proposes the question and its final SQL as an example (and verifies the corrections that
   led to that SQL). ``incorrect`` with a ``corrected_sql`` stores a user correction and proposes the pair,
   but only after that SQL passed the safety check and ran on the database.
 - What one client teaches reaches others only after review: a proposed example is used (few-shot, exact
-  answers) once a dba or admin approved it (``gateway.store.examples``). Feedback sent with a dba or admin
-  API key is that review, so its example is approved and its correction counts as reviewed at once;
-  feedback without a key (auth off) is a proposal like a client's.
+  answers) once a dba or admin approved it (``gateway.store.examples``). Feedback from an authenticated dba
+  or admin (an API key or an end user) is that review, so its example is approved and its correction
+  counts as reviewed at once; feedback with auth off is a proposal like a client's.
 - Everything one feedback writes commits in one transaction before the 2xx is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gateway import errors
 from gateway.client_sql import Databases, check_sql, hidden_names
@@ -28,16 +31,18 @@ from gateway.execute import run_query
 from gateway.masking import mask, mask_fields
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.ownership import Owner
 from gateway.store import Store, audit, corrections, examples, feedback
 from gateway.store.feedback import StoredFeedback
 from gateway.store.pool import store_faults
 
+if TYPE_CHECKING:
+    from gateway.pipeline.question import Question
+
 log = get_logger(__name__)
 
 Verdict = Literal["correct", "incorrect"]
-ANONYMOUS = "anonymous"
 AUDIT_TIMEOUT_S = 2.0
-_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 
 
 def store_of(store: Store | None) -> Store:
@@ -47,24 +52,9 @@ def store_of(store: Store | None) -> Store:
     return store
 
 
-def client_id(header: str | None, key_id: str | None = None) -> str:
-    """Who gives feedback: the API key when the request carried one, else the ``X-Client-Id`` header.
-
-    A key's feedback is keyed by the key, never by a header the caller chooses, so one key cannot speak
-    for another.
-    """
-    if key_id:
-        return f"key:{key_id}"
-    if header is None or header == "":
-        return ANONYMOUS
-    if not _CLIENT_ID.match(header):
-        raise errors.InvalidRequest("X-Client-Id must be 1-128 characters of letters, digits and ._:@-",
-                                    header="X-Client-Id")
-    return header
-
-
-async def audit_answer(store: Store | None, answer: Any, evidence: str | None = None) -> None:
-    """Record an answer (a :class:`gateway.pipeline.respond.Answer`) in the store; no-op without a store.
+async def audit_answer(store: Store | None, answer: Any, q: Question) -> None:
+    """Record an answer (a :class:`gateway.pipeline.respond.Answer`) to ``q`` in the store, with its owner;
+    no-op without a store.
 
     Best effort: a store outage costs the answer its audit row (feedback on it then answers
     ``unknown_request``), never the answer itself.
@@ -73,14 +63,14 @@ async def audit_answer(store: Store | None, answer: Any, evidence: str | None = 
         return
     try:
         async with asyncio.timeout(AUDIT_TIMEOUT_S):
-            if not await audit.record_batched(store, _audit_entry(answer, evidence)):
-                # A reused id keeps its first answer; feedback on this one would apply to that one.
+            if not await audit.record_batched(store, _audit_entry(answer, q)):
+                # A reused id (in-process callers may choose one) keeps its first answer.
                 log.warning("audit_request_id_reused", request_id=answer.request_id)
     except Exception as exc:  # noqa: BLE001 - see the docstring
         log.warning("audit_not_recorded", request_id=answer.request_id, error=repr(exc))
 
 
-def _audit_entry(answer: Any, evidence: str | None) -> audit.AuditEntry:
+def _audit_entry(answer: Any, q: Question) -> audit.AuditEntry:
     data = answer.as_dict()
     attempts = [{k: v for k, v in a.items() if k not in {"rows", "preview"}} for a in data["attempts"]]
     timings: dict[str, float] = {}
@@ -90,32 +80,39 @@ def _audit_entry(answer: Any, evidence: str | None) -> audit.AuditEntry:
                 timings[key] = timings.get(key, 0.0) + float(value)
     return audit.AuditEntry(
         request_id=answer.request_id, database=answer.database, question=answer.question, status=answer.status,
-        evidence=evidence or "", attempts=attempts, final_sql=data["sql"], timings=timings,
-        guideline_version=answer.guideline_version,
+        evidence=q.evidence or "", attempts=attempts, final_sql=data["sql"], timings=timings,
+        guideline_version=answer.guideline_version, owner=q.client, end_user=q.end_user, via=q.via,
     )
 
 
 @dataclass(frozen=True, slots=True)
 class FeedbackIn:
+    """Feedback as ``Gateway.feedback`` hands it over, with who sent it (decided by the Gateway)."""
+
     request_id: str
-    client_id: str
+    owner: Owner  # only the answer's owner may give feedback on it
     verdict: Verdict
     corrected_sql: str | None = None
     note: str | None = None
-    # The caller's access: may it use the request's database, and as which Postgres role runs its SQL.
-    may_use: Callable[[str], None] | None = None
+    # The caller's access now: may it still use the request's database, and as which Postgres role a
+    # corrected SQL runs.
+    may_use: Callable[[str], bool] | None = None
     pg_role: str | None = None
-    # True when an authenticated dba or admin key sent it: its pair is approved, its correction reviewed.
+    # True when an authenticated dba or admin sent it: its pair is approved, its correction reviewed.
     reviewer: bool = False
+
+    @property
+    def client_id(self) -> str:
+        return self.owner.id
 
 
 async def _submit(store: Store, databases: Databases, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
-    entry = await audit.get(store.pool, item.request_id)
-    if entry is None:
-        raise errors.UnknownRequest(f"no answered question has request id {item.request_id!r}",
+    entry = await audit.get_owned(store.pool, item.request_id, item.owner.id)
+    # Another owner's answer, or one on a database the caller may no longer use, is not the caller's to
+    # judge: the same answer as an id that was never audited, naming no database.
+    if entry is None or (item.may_use is not None and not item.may_use(entry.database)):
+        raise errors.UnknownRequest(f"no answer of yours has request id {item.request_id!r}",
                                     request_id=item.request_id)
-    if item.may_use is not None:
-        item.may_use(entry.database)  # feedback on another database's answers is ``forbidden``
     if item.verdict == "correct" and item.corrected_sql:
         raise errors.InvalidRequest("corrected_sql goes with verdict 'incorrect'", field="corrected_sql")
     existing = await feedback.get(store.pool, item.request_id, item.client_id)
@@ -125,9 +122,10 @@ async def _submit(store: Store, databases: Databases, item: FeedbackIn) -> tuple
         await _verify_correction(databases, entry.database, item.corrected_sql, item.pg_role)
 
     async with store.transaction() as conn:
-        stored = await feedback.insert(conn, request_id=item.request_id, client_id=item.client_id,
+        who = item.owner
+        stored = await feedback.insert(conn, request_id=item.request_id, client_id=who.id,
                                        verdict=item.verdict, corrected_sql=item.corrected_sql, note=item.note,
-                                       correction_id=None, example_id=None)
+                                       correction_id=None, example_id=None, end_user=who.end_user, via=who.via)
         if stored is None:  # the same client raced itself; the other submission won
             raise _Raced
         correction_id = example_id = None
@@ -136,17 +134,20 @@ async def _submit(store: Store, databases: Databases, item: FeedbackIn) -> tuple
             await corrections.verify_for_request(conn, entry.request_id, entry.final_sql)
             example_id = await examples.add(conn, database=entry.database, question=entry.question,
                                             sql=entry.final_sql, source="feedback", request_id=entry.request_id,
-                                            proposed_by=item.client_id, approved_by=reviewer)
+                                            proposed_by=who.id, approved_by=reviewer, end_user=who.end_user,
+                                            via=who.via)
         elif item.corrected_sql:
             if entry.final_sql:  # without a wrong SQL there is nothing for MAGIC to learn from
                 correction_id = await corrections.add(
                     conn, database=entry.database, question=entry.question, evidence=entry.evidence,
                     incorrect_sql=entry.final_sql, corrected_sql=item.corrected_sql, source="user", verified=True,
-                    request_id=entry.request_id, reviewed_by=reviewer,
+                    request_id=entry.request_id, reviewed_by=reviewer, owner=who.id, end_user=who.end_user,
+                    via=who.via,
                 )
             example_id = await examples.add(conn, database=entry.database, question=entry.question,
                                             sql=item.corrected_sql, source="correction", request_id=entry.request_id,
-                                            proposed_by=item.client_id, approved_by=reviewer)
+                                            proposed_by=who.id, approved_by=reviewer, end_user=who.end_user,
+                                            via=who.via)
         if correction_id or example_id:
             await conn.execute("UPDATE feedback SET correction_id = $2, example_id = $3 WHERE id = $1",
                                stored.id, correction_id, example_id)

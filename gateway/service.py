@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import gc
+import secrets
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -37,12 +38,13 @@ from gateway.context.search import active_guideline, rules_summary, search_schem
 from gateway.corrections import hand_over
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
-from gateway.feedback import FeedbackIn, StoredFeedback, audit_answer, client_id, store_of, submit
+from gateway.feedback import FeedbackIn, StoredFeedback, Verdict, audit_answer, store_of, submit
 from gateway.llm import open_llm
 from gateway.magic import lifecycle
 from gateway.magic.run import RunReport
 from gateway.magic.wiring import open_feedback_store
 from gateway.observability.logging import get_logger
+from gateway.ownership import Owner, owner_of, reviews
 from gateway.pipeline import Answer, Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
 from gateway.pipeline.verified import OnAttempt
 from gateway.rules import RulesRegistry, visible_schema
@@ -196,6 +198,12 @@ class Gateway:
 
     # --- questions ------------------------------------------------------------------------------------
 
+    def owner(self, principal: Principal = ANONYMOUS, client: str | None = None) -> Owner:
+        """Who owns what ``principal`` leaves behind (answers, feedback, conversations, limits): the end user,
+        else the API key, else ``client`` (the ``X-Client-Id`` header, auth off) or ``anonymous``. Every
+        adapter asks here (see :mod:`gateway.ownership`)."""
+        return owner_of(principal, client)
+
     def question(self, database: str, question: str, *, evidence: str | None = None, max_rows: int | None = None,
                  request_id: str | None = None, principal: Principal = ANONYMOUS,
                  conversation_id: str | None = None, client: str | None = None) -> Question:
@@ -203,19 +211,22 @@ class Gateway:
         :meth:`ask` or :meth:`ask_events`.
 
         ``evidence``: domain knowledge that helps answer; ``max_rows``: a lower row cap for the answer;
-        ``request_id``: the id under which the answer is audited and feedback names it. It is a turn of a
-        conversation (with a store): ``conversation_id`` continues one the same client started (the
-        principal's API key; without one, ``client``, an ``X-Client-Id``-like name, or ``anonymous``);
-        without it the answer starts a new one. Fails with ``llm_not_configured`` up front when no LLM can
-        answer (unless verified examples may).
+        ``request_id``: the id under which the answer is audited and feedback names it (a random one when
+        not given; the HTTP API always passes one it generated, never one a client chose). The answer belongs to
+        its owner (:meth:`owner`: the end user, else the API key; without either, ``client``, an
+        ``X-Client-Id``-like name, or ``anonymous``): only the owner may give feedback on it or continue its
+        conversation (``conversation_id``; without it the answer starts a new one). Fails with
+        ``llm_not_configured`` up front when no LLM can answer (unless verified examples may).
         """
         principal.check_database(database)
         state = self.state
         state.ruleset(database)  # rules_unavailable now, not once a stream has begun
         if not state.settings.store.exact_match_answers:
             llm_for(state, state.target(database))
-        return Question(database, question, evidence, max_rows, request_id, role=principal.pg_role,
-                        conversation_id=conversation_id, client=client_id(client, principal.key_id),
+        owner = owner_of(principal, client)
+        return Question(database, question, evidence, max_rows, request_id or secrets.token_hex(16),
+                        role=principal.pg_role,
+                        conversation_id=conversation_id, client=owner.id, end_user=owner.end_user, via=owner.via,
                         claims=principal.claims)
 
     async def ask(self, q: Question, thread: Thread | None = None) -> Answer:
@@ -238,13 +249,21 @@ class Gateway:
 
     # --- feedback and guidelines ----------------------------------------------------------------------
 
-    async def feedback(self, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
+    async def feedback(self, request_id: str, verdict: Verdict, *, corrected_sql: str | None = None,
+                       note: str | None = None, principal: Principal = ANONYMOUS,
+                       client: str | None = None) -> tuple[StoredFeedback, bool]:
         """Store a verdict (and corrected SQL) on an answer; ``True`` when it was new. Committed first.
 
-        The answer is named by its audited ``request_id``; a ``corrected_sql`` must pass the safety check and
-        run. Raises ``store_not_configured``, ``unknown_request``, ``correction_blocked`` or
-        ``feedback_conflict`` (the same client already said something else).
+        The answer is named by its audited ``request_id`` and must be the caller's own (:meth:`owner` of
+        ``principal`` and ``client``): anyone else's answers ``unknown_request``, as an id never audited does.
+        A ``corrected_sql`` must pass the safety check and run as the principal's Postgres role. Feedback
+        from an authenticated dba or admin approves its example at once. Raises ``store_not_configured``,
+        ``unknown_request``, ``correction_blocked`` or ``feedback_conflict`` (the same owner already said
+        something else).
         """
+        item = FeedbackIn(request_id=request_id, owner=owner_of(principal, client), verdict=verdict,
+                          corrected_sql=corrected_sql, note=note, may_use=principal.may_use,
+                          pg_role=principal.pg_role, reviewer=reviews(principal))
         return await submit(store_of(self.state.store), self.state, item)
 
     async def guidelines(self, database: str | None = None, *, only_global: bool = False) -> list[GuidelineVersion]:
@@ -418,7 +437,7 @@ class Gateway:
         """
         state = self.state
         answer = await ask(state, q, on_attempt)
-        await audit_answer(state.store, answer, q.evidence)
+        await audit_answer(state.store, answer, q)
         await hand_over(state.corrections, corrections_of(answer, q))
         return answer
 

@@ -290,6 +290,12 @@ class BackpressureSettings(BaseModel):
     burst: int = Field(default=20, ge=1, description="Requests per key allowed at once above rate_per_s.")
     roles: dict[str, RateLimit] = Field(default_factory=dict, description="Rate limits per API key role "
                                         "(client, dba, admin), replacing rate_per_s and burst for that role.")
+    user_rate_per_s: float = Field(default=0.0, ge=0, description="Requests per second per end user (a "
+                                   "verified token's subject), sustained, in a bucket of the user's own beside "
+                                   "the bucket of the API key the request came through, if any; 0: each user's "
+                                   "bucket has the user's role limit (roles, else rate_per_s).")
+    user_burst: int = Field(default=20, ge=1, description="Requests per end user allowed at once above "
+                            "user_rate_per_s.")
     max_tracked_clients: int = Field(default=10_000, ge=1, description="Most rate-limit buckets kept in "
                                      "memory; the least recently seen key's bucket is dropped beyond it.")
     result_bytes_in_flight: int = Field(default=256 * 1024 * 1024, ge=1024, description="Bytes of query "
@@ -322,6 +328,14 @@ class LLMSettings(BaseModel):
                                   "retries) that open the circuit breaker.")
     breaker_open_s: float = Field(default=30.0, gt=0, description="Seconds an open breaker answers "
                                   "llm_unavailable without calling the endpoint; then one probe call decides.")
+    daily_token_budget_per_user: int = Field(default=0, ge=0, description="LLM tokens (prompt and completion) "
+                                             "one owner (the end user, else the API key, else the X-Client-Id "
+                                             "with auth off) may spend per UTC day, counted in the store; a "
+                                             "question asked once it is spent answers 429 token_budget_exceeded "
+                                             "until midnight UTC. 0 turns the budget off. Needs store.dsn.")
+    token_budget_fail_open: bool = Field(default=True, description="With the store unreachable, answer "
+                                         "questions without checking the budget (true) or refuse them with "
+                                         "store_unavailable (false).")
 
 
 class ContextSettings(BaseModel):

@@ -29,7 +29,10 @@ def test_serve_logs_json_lines_with_request_context(demo_dsn: str, tmp_path) -> 
     requests = [line for line in lines if line.get("event") == "request" and line.get("endpoint") == "/v1/sql"]
     assert len(requests) == 2
     first, second = requests
-    assert first["request_id"] == "req-42" and first["verdict"] == "allowed" and first["rows"] > 0
+    # The client's X-Request-Id is a correlation id; the request id is the gateway's own, echoed in the header.
+    assert first["correlation_id"] == "req-42" and ok.headers["x-correlation-id"] == "req-42"
+    assert first["request_id"] == ok.headers["x-request-id"] != "req-42"
+    assert first["verdict"] == "allowed" and first["rows"] > 0
     assert first["database"] == "demo" and len(first["query_hash"]) == 16 and first["duration_ms"] > 0
     assert "SELECT" not in json.dumps(first)  # the SQL text itself stays out of the logs
     assert second["verdict"] == "blocked" and second["codes"] == ["function_blocked"]

@@ -2,7 +2,8 @@
 
 It sits after :func:`gateway.auth.access.authorize` (FastAPI runs that once per request and hands this
 dependency the same principal): an authenticated request spends a token from its API key's bucket, with
-its role's limit (``backpressure.roles``); with auth off the bucket is the client's address. Probes and
+its role's limit (``backpressure.roles``), and one from its end user's bucket when a user asks
+(:meth:`gateway.backpressure.RateLimits.check_principal`); with auth off the bucket is the client's address. Probes and
 scrapes are never limited. The in-flight bound lives in the middleware instead, because it must refuse
 before anything else runs.
 """
@@ -25,8 +26,5 @@ async def rate_limit(request: Request, principal: Annotated[Principal, Depends(a
     path = getattr(request.scope.get("route"), "path", None)  # not request.url: it parses the whole URL
     if (path if path is not None else request.url.path) in UNBOUNDED_PATHS:
         return
-    if principal.key_id is not None:
-        limits.check("key:" + principal.key_id, principal.role.value)
-    else:
-        client = request.client
-        limits.check("addr:" + (client.host if client else "unknown"))
+    client = request.client
+    limits.check_principal(principal, client.host if client else "unknown")

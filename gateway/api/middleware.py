@@ -1,5 +1,6 @@
-"""Pure ASGI middleware (no BaseHTTPMiddleware: it costs a task per request): request id, admission, the
-request's deadline, request metrics and one access log line per request.
+"""Pure ASGI middleware (no BaseHTTPMiddleware: it costs a task per request): request id (always generated;
+a client's ``X-Request-Id`` is only a correlation id), admission, the request's deadline, request metrics and
+one access log line per request.
 
 Admission runs in this order, each step refusing with a problem before the next costs anything:
 
@@ -111,11 +112,18 @@ class GatewayMiddleware:
             return
         started = time.perf_counter()
         headers = dict(scope["headers"])
+        # The id an answer is audited under and feedback names is always ours: a client that could pick it
+        # could have its answer audited under, or reviewed as, another principal's request. The client's own
+        # X-Request-Id (trace propagation) is kept as a correlation id: logged and echoed, never audited.
+        request_id = new_request_id()
         incoming = headers.get(b"x-request-id", b"").decode("latin-1")
-        request_id = incoming if _SAFE_ID.match(incoming) else new_request_id()
+        correlation_id = incoming if _SAFE_ID.match(incoming) else None
         scope.setdefault("state", {})["request_id"] = request_id
         structlog.contextvars.clear_contextvars()
-        structlog.contextvars.bind_contextvars(request_id=request_id)
+        if correlation_id is None:
+            structlog.contextvars.bind_contextvars(request_id=request_id)
+        else:
+            structlog.contextvars.bind_contextvars(request_id=request_id, correlation_id=correlation_id)
         status = 500
         close = False  # ask the server to close the connection after this answer
         started_response = False
@@ -126,6 +134,8 @@ class GatewayMiddleware:
                 status = message["status"]
                 started_response = True
                 extra = [(b"x-request-id", request_id.encode())]
+                if correlation_id is not None:
+                    extra.append((b"x-correlation-id", correlation_id.encode()))
                 if close or self.drain.started:
                     # During the drain every answer is the connection's last; uvicorn closes it after sending.
                     extra.append((b"connection", b"close"))
@@ -230,9 +240,11 @@ class GatewayMiddleware:
         except errors.GatewayError as exc:
             raise _Refused(exc) from None
         scope["state"]["principal"] = principal  # gateway.auth.access.authorize reuses it
-        structlog.contextvars.bind_contextvars(api_key=principal.key_id)
-        if principal.user is not None:  # the stable id only (or the e-mail with auth.oidc.log_email, as name)
-            structlog.contextvars.bind_contextvars(user=principal.name, client=principal.client)
+        # The key and the end user's stable id (a token's subject; its e-mail only with auth.oidc.log_email,
+        # which puts it in the principal's name) name the caller in logs.
+        structlog.contextvars.bind_contextvars(
+            api_key=principal.key_id, user=principal.name if principal.user is not None else None,
+            client=principal.client)
 
     async def _read_body(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []

@@ -11,16 +11,17 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from gateway import errors
-from gateway.api.deps import get_state
+from gateway.api.deps import get_gateway, get_state
 from gateway.api.models import AskRequest, AskResponse
 from gateway.api.problems import openapi_responses, problem_response
 from gateway.auth import Principal
 from gateway.auth.access import authorize
 from gateway.corrections import hand_over
-from gateway.feedback import audit_answer, client_id
+from gateway.feedback import audit_answer
 from gateway.observability.logging import get_logger
-from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
+from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, open_thread, token_budget
 from gateway.pipeline.respond import Answer, sse, to_json
+from gateway.service import Gateway
 from gateway.state import GatewayState
 
 router = APIRouter(prefix="/v1", tags=["ask"])
@@ -54,26 +55,29 @@ STREAM_DOC = (
                             errors.UnknownDatabase, errors.LLMNotConfigured, errors.LLMUnavailable,
                             errors.LLMBadOutput, errors.DeadlineExceeded, errors.DatabaseUnavailable,
                             errors.UnknownConversation, errors.ConversationDatabaseMismatch,
-                            errors.StoreNotConfigured, errors.RulesUnavailable),
+                            errors.StoreNotConfigured, errors.RulesUnavailable, errors.TooManyRequests,
+                            errors.TokenBudgetExceeded),
     },
 )
 async def post_ask(
     body: AskRequest,
     request: Request,
     x_client_id: Annotated[str | None, Header(
-        description="Who owns the conversation when auth is off; with auth, the API key does.")] = None,
+        description="Who owns the answer and its conversation when auth is off; with auth, the end user "
+        "(else the API key) does.")] = None,
     state: GatewayState = Depends(get_state),
+    gateway: Gateway = Depends(get_gateway),
     principal: Principal = Depends(authorize),
 ) -> Response:
     request_id: str | None = getattr(request.state, "request_id", None)
-    principal.check_database(body.database)
-    q = Question(body.database, body.question, body.evidence, body.max_rows, request_id, role=principal.pg_role,
-                 conversation_id=body.conversation_id, client=client_id(x_client_id, principal.key_id),
-                 claims=principal.claims)
-    if not state.settings.store.exact_match_answers:  # with it, a verified example may answer without an LLM
-        llm_for(state, state.target(q.database))  # fail before a stream starts: a plain problem response
+    # Access, ownership and a missing LLM are decided before a stream starts: plain problem responses.
+    q = gateway.question(body.database, body.question, evidence=body.evidence, max_rows=body.max_rows,
+                         request_id=request_id, principal=principal, conversation_id=body.conversation_id,
+                         client=x_client_id)
     thread = await open_thread(state, q)  # an unknown conversation is a plain problem response too
     if EVENT_STREAM in request.headers.get("accept", ""):
+        # A spent token budget is a plain 429 too, not an event in a 200 stream.
+        await token_budget.check(state.store, state.settings.llm, q.client)
         answers: list[Answer] = []
         return StreamingResponse(
             _events(state, q, answers, thread), media_type=EVENT_STREAM,
@@ -81,7 +85,7 @@ async def post_ask(
             background=BackgroundTask(_hand_over_streamed, state, q, answers),
         )
     answer = await ask(state, q, thread=thread)
-    await audit_answer(state.store, answer, q.evidence)  # committed before the answer goes out: feedback may follow
+    await audit_answer(state.store, answer, q)  # committed before the answer goes out: feedback may follow
     return Response(to_json(answer.as_dict()), media_type="application/json",
                     background=BackgroundTask(hand_over, state.corrections, corrections_of(answer, q)))
 
@@ -91,7 +95,7 @@ async def _events(state: GatewayState, q: Question, answers: list[Answer],
     try:
         async for name, data in ask_events(state, q, answers, thread):
             if name == "answer":
-                await audit_answer(state.store, answers[-1], q.evidence)
+                await audit_answer(state.store, answers[-1], q)
             yield sse(name, data)
     except errors.GatewayError as exc:
         yield sse("problem", _problem(exc, q.request_id))

@@ -12,7 +12,8 @@ from gateway.api.models import ExampleList, ExampleOut, ReviewRequest
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.feedback import client_id, store_of
+from gateway.feedback import store_of
+from gateway.ownership import owner_of
 from gateway.review import decide, listing
 from gateway.state import GatewayState
 
@@ -56,7 +57,7 @@ async def list_examples(
 async def approve(example_id: ExampleId, body: ReviewRequest | None = None,
                   state: GatewayState = Depends(get_state),
                   principal: Principal = Depends(authorize)) -> ExampleOut:
-    decided = await decide(store_of(state.store), example_id, "approved", reviewer=client_id(None, principal.key_id),
+    decided = await decide(store_of(state.store), example_id, "approved", reviewer=owner_of(principal).id,
                            note=body.note if body else None, may_use=principal.may_use)
     return ExampleOut(**decided.as_dict())
 
@@ -70,6 +71,6 @@ async def approve(example_id: ExampleId, body: ReviewRequest | None = None,
 async def reject(example_id: ExampleId, body: ReviewRequest | None = None,
                  state: GatewayState = Depends(get_state),
                  principal: Principal = Depends(authorize)) -> ExampleOut:
-    decided = await decide(store_of(state.store), example_id, "rejected", reviewer=client_id(None, principal.key_id),
+    decided = await decide(store_of(state.store), example_id, "rejected", reviewer=owner_of(principal).id,
                            note=body.note if body else None, may_use=principal.may_use)
     return ExampleOut(**decided.as_dict())

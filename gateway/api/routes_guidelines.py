@@ -25,7 +25,7 @@ from gateway.api.models import (
 from gateway.api.problems import openapi_responses
 from gateway.auth import ALL_DATABASES, Principal, Role
 from gateway.auth.access import authorize
-from gateway.feedback import client_id, store_of
+from gateway.feedback import store_of
 from gateway.magic import lifecycle
 from gateway.state import GatewayState
 from gateway.store import guidelines
@@ -72,7 +72,8 @@ def _only_global(scope: str, database: str | None) -> bool:
 
 
 def _actor(principal: Principal) -> str:
-    return client_id(None, principal.key_id) if principal.key_id else principal.name
+    # The end user (else the API key) who changed it; the principal's name with auth off.
+    return principal.owner if principal.user is not None or principal.key_id is not None else principal.name
 
 
 @router.get("", response_model=GuidelineList, summary="List guideline versions", description=SCOPE,

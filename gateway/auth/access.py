@@ -74,5 +74,6 @@ async def authorize(request: Request, _: HTTPAuthorizationCredentials | None = S
         principal = await authenticator.authenticate(request.headers.get("authorization"))
     principal.check_role(role)
     request.state.principal = principal  # for per-key limits downstream
-    structlog.contextvars.bind_contextvars(api_key=principal.key_id)  # the request's log line names the key
+    # The request's log line names the key and the end user (a stable id, never an e-mail).
+    structlog.contextvars.bind_contextvars(api_key=principal.key_id, user=principal.user)
     return principal

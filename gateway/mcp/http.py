@@ -152,11 +152,8 @@ class McpEndpoint:
         principal.check_role(Role.CLIENT)
         limits = gateway_state.rate_limits
         if limits is not None and limits.enabled:
-            if principal.key_id is not None:
-                limits.check("key:" + principal.key_id, principal.role.value)
-            else:
-                client = scope.get("client")
-                limits.check("addr:" + (client[0] if client else "unknown"))
+            client = scope.get("client")
+            limits.check_principal(principal, client[0] if client else "unknown")
         return principal
 
 

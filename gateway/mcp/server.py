@@ -117,9 +117,10 @@ def build_server(resolve: Resolve) -> Server[Any]:
             call = Call(caller.gateway, caller.principal, caller.request_id, progress)
             result = await spec.handler(call, args)
         except errors.GatewayError as exc:
-            log.info("mcp_tool_error", tool=params.name, code=exc.code, key=caller.principal.key_id)
+            log.info("mcp_tool_error", tool=params.name, code=exc.code, key=caller.principal.key_id,
+                     user=caller.principal.user)
             return results.failed(exc, caller.request_id)
-        log.info("mcp_tool", tool=params.name, key=caller.principal.key_id)
+        log.info("mcp_tool", tool=params.name, key=caller.principal.key_id, user=caller.principal.user)
         return result
 
     async def list_resources(ctx: ServerRequestContext[Any, Any],

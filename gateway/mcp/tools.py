@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import Principal, Role
 from gateway.auth.access import required_role
-from gateway.feedback import FeedbackIn, client_id, feedback_dict
+from gateway.feedback import feedback_dict
 from gateway.mcp.results import DATA_NOTE, ok
 from gateway.pipeline import Attempt
 from gateway.service import Gateway
@@ -229,12 +229,8 @@ async def ask(call: Call, args: AskArgs) -> types.CallToolResult:
 
 
 async def give_feedback(call: Call, args: FeedbackArgs) -> types.CallToolResult:
-    principal = call.principal
-    item = FeedbackIn(request_id=args.request_id, client_id=client_id(None, principal.key_id),
-                      verdict=args.verdict, corrected_sql=args.corrected_sql, note=args.note,
-                      may_use=principal.check_database, pg_role=principal.pg_role,
-                      reviewer=principal.key_id is not None and principal.role.allows(Role.DBA))
-    stored, created = await call.gateway.feedback(item)
+    stored, created = await call.gateway.feedback(args.request_id, args.verdict, corrected_sql=args.corrected_sql,
+                                                  note=args.note, principal=call.principal)
     return ok("Feedback recorded." if created else "This feedback had been recorded before.",
               {**feedback_dict(stored), "created": created}, label="feedback")
 

@@ -16,7 +16,8 @@
 conversation (earlier turns in, this turn stored) and :mod:`~gateway.pipeline.clarify` reads a clarifying
 question the model may ask instead of SQL; :mod:`~gateway.pipeline.verified` answers exact matches of
 verified examples without the LLM; :mod:`~gateway.pipeline.stream` turns attempts into server-sent events;
-:mod:`~gateway.pipeline.tally` records metrics and log lines.
+:mod:`~gateway.pipeline.tally` records metrics and log lines; :mod:`~gateway.pipeline.token_budget` checks the
+owner's daily LLM tokens before the LLM is called and counts what each answer used.
 """
 
 from gateway.pipeline.conversation import Thread, ask, open_thread

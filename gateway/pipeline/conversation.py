@@ -1,11 +1,12 @@
 """Conversations: a follow-up question ("and by month?", "only 2024") sees the turns before it.
 
-A question with a client (``Question.client``: the API key, or the ``X-Client-Id`` with auth off) and no
-``conversation_id`` starts a conversation; the answer carries its new id (128 random bits). A question that
-names one continues it, but only when that client started it, on the same database, within
-``store.conversation_retention_days``: any other id answers ``unknown_conversation`` (404), the same for an
-id that never existed, so another client's turns can be neither read (through a follow-up's prompt) nor
-added to.
+A question with a client (``Question.client``, its owner: the end user, else the API key, else the
+``X-Client-Id`` with auth off; see :mod:`gateway.ownership`) and no ``conversation_id`` starts a
+conversation; the answer carries its new id (128 random bits). A question that names one continues it, but
+only when that owner started it, on the same database, within ``store.conversation_retention_days``: any
+other id answers ``unknown_conversation`` (404), the same for an id that never existed, so another owner's
+turns (another end user's behind the same frontend, too) can be neither read (through a follow-up's prompt)
+nor added to.
 
 What a follow-up carries (:func:`render`): the earlier turns' questions, their SQL and the shape of their
 results (columns and row count, never rows), or the clarifying question the gateway asked and its options,
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from gateway import errors
 from gateway.masking import hidden_names_of, mask
 from gateway.observability.logging import get_logger
-from gateway.pipeline import loop, prompts
+from gateway.pipeline import loop, prompts, token_budget
 from gateway.pipeline.candidates import OnCandidates
 from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.respond import Answer
@@ -81,7 +82,7 @@ async def open_thread(state: GatewayState, q: Question) -> Thread | None:
     if q.conversation_id is None:
         if store is None:
             return None
-        return Thread(StoredConversation(new_id(), q.client, q.database), [], new=True)
+        return Thread(StoredConversation(new_id(), q.client, q.database, q.end_user, q.via), [], new=True)
     if store is None:
         raise errors.StoreNotConfigured("conversation_id needs the store: conversations are kept in store.dsn")
     retention = state.settings.store.conversation_retention_days
@@ -106,8 +107,11 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     if thread is None:
         thread = await open_thread(state, q)
     if thread is None:
-        return await loop.ask(state, q, on_attempt, on_candidates)
+        answer = await loop.ask(state, q, on_attempt, on_candidates)
+        await token_budget.charge(state.store, state.settings.llm, q.client, answer.attempts)
+        return answer
     answer = await loop.ask(state, q, on_attempt, on_candidates, earlier=earlier_of(state, thread))
+    await token_budget.charge(state.store, state.settings.llm, q.client, answer.attempts)
     answer.conversation_id = thread.id
     if not await record(state, thread, q, answer) and thread.new:
         answer.conversation_id = None  # nothing to continue: do not hand out an id that answers 404

@@ -24,6 +24,7 @@ from gateway.llm import MIN_CALL_S, LLMClient
 from gateway.masking import hidden_names_of
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.pipeline import token_budget
 from gateway.pipeline.candidates import OnCandidates, first_pass
 from gateway.pipeline.check import check
 from gateway.pipeline.execute import execute
@@ -114,6 +115,8 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         if state.settings.store.exact_match_answers:  # the demo's offline mode: say what does work
             raise await offline_answers_only(state, q, exc) from None
         raise
+    # The owner's daily tokens, before the LLM is called at all.
+    await token_budget.check(state.store, state.settings.llm, q.client)
     ctx = await build_context(state, state.settings.context, target, rules, q.question,
                               "\n".join(filter(None, [q.evidence, earlier.topic])))
     run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules, hidden)

@@ -13,11 +13,15 @@ class Question:
     max_rows: int | None = None
     request_id: str | None = None
     role: str | None = None  # the Postgres role of the caller's API key: every attempt runs as it
-    # Conversations (gateway.pipeline.conversation): ``client`` owns them (``key:<id>``, or the X-Client-Id
-    # with auth off); None keeps the question out of any conversation (eval). ``conversation_id`` continues
-    # one of the client's conversations; without it, a question with a client starts a new one.
+    # ``client`` owns the answer (gateway.ownership.owner_of: ``user:<id>`` for an end user, ``key:<id>``
+    # for an API key, the X-Client-Id with auth off): its audit row, its conversation, its token budget.
+    # None keeps the question out of any conversation and budget (eval). ``conversation_id`` continues one
+    # of the owner's conversations; without it, a question with a client starts a new one. ``end_user``
+    # and ``via`` (the key or OAuth client it came through) are recorded with what the answer leaves.
     conversation_id: str | None = None
     client: str | None = None
+    end_user: str | None = None
+    via: str | None = None
     # The caller's row-policy values (gateway.auth.keys.Principal.claims): every attempt, sample and value
     # lookup made for this question runs under them.
     claims: tuple[tuple[str, str], ...] = ()

@@ -170,7 +170,8 @@ def corrections_of(answer: Answer, q: Question) -> list[Correction]:
         done.add(normalize_sql(attempt.sql))
         out.append(Correction(question=q.question, evidence=q.evidence, database=q.database,
                               incorrect_sql=attempt.sql, corrected_sql=chosen.sql,
-                              findings=[f.as_dict() for f in attempt.findings], request_id=q.request_id))
+                              findings=[f.as_dict() for f in attempt.findings], request_id=q.request_id,
+                              owner=q.client, end_user=q.end_user, via=q.via))
     return out
 
 

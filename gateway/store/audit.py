@@ -20,24 +20,32 @@ class AuditEntry:
     final_sql: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     guideline_version: str | None = None
+    # Who asked (gateway.ownership): only the owner may give feedback on the answer. None: audited before
+    # owners were recorded (store migration 0006), or by in-process code without a principal.
+    owner: str | None = None
+    end_user: str | None = None
+    via: str | None = None
+
+
+_COLUMNS = ("request_id", "database", "question", "evidence", "attempts", "final_sql", "status", "timings",
+            "guideline_version", "owner", "end_user", "via")
 
 
 async def record(db: Db, entry: AuditEntry) -> bool:
     """Insert the entry; False when its request id is already audited.
 
-    The first answer under an id keeps it: a client may choose its request id (``X-Request-Id``, for trace
-    propagation), so letting a later request overwrite the row would let one client replace another's
-    audited question and SQL, which that client's feedback (and a dba's approval) would then apply to.
+    The first answer under an id keeps it. The HTTP API always generates the id it audits under (a client's
+    ``X-Request-Id`` is only a correlation id), but in-process callers may pass their own, and a later
+    answer must never replace an audited question and SQL that feedback may name.
     """
     status = await db.execute(
         """
         INSERT INTO request_audit (request_id, database, question, evidence, attempts, final_sql, status,
-                                   timings, guideline_version)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                                   timings, guideline_version, owner, end_user, via)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
         ON CONFLICT (request_id) DO NOTHING
         """,
-        entry.request_id, entry.database, entry.question, entry.evidence, entry.attempts, entry.final_sql,
-        entry.status, entry.timings, entry.guideline_version,
+        *(getattr(entry, column) for column in _COLUMNS),
     )
     return str(status).endswith(" 1")
 
@@ -62,18 +70,16 @@ async def record_many(db: Db, entries: list[AuditEntry]) -> list[bool]:
     first: dict[str, AuditEntry] = {}
     for entry in entries:
         first.setdefault(entry.request_id, entry)
-    rows = [{"request_id": e.request_id, "database": e.database, "question": e.question, "evidence": e.evidence,
-             "attempts": e.attempts, "final_sql": e.final_sql, "status": e.status, "timings": e.timings,
-             "guideline_version": e.guideline_version} for e in first.values()]
+    rows = [{column: getattr(e, column) for column in _COLUMNS} for e in first.values()]
     inserted = {r["request_id"] for r in await db.fetch(
         """
         INSERT INTO request_audit (request_id, database, question, evidence, attempts, final_sql, status,
-                                   timings, guideline_version)
+                                   timings, guideline_version, owner, end_user, via)
         SELECT r.request_id, r.database, r.question, r.evidence, r.attempts, r.final_sql, r.status, r.timings,
-               r.guideline_version
+               r.guideline_version, r.owner, r.end_user, r.via
         FROM jsonb_to_recordset($1::jsonb) AS r(request_id text, database text, question text, evidence text,
                                                attempts jsonb, final_sql text, status text, timings jsonb,
-                                               guideline_version text)
+                                               guideline_version text, owner text, end_user text, via text)
         ON CONFLICT (request_id) DO NOTHING
         RETURNING request_id
         """,
@@ -83,11 +89,17 @@ async def record_many(db: Db, entries: list[AuditEntry]) -> list[bool]:
 
 
 async def get(db: Db, request_id: str) -> AuditEntry | None:
+    """The audited answer under ``request_id``, whoever asked it (for operators and tests)."""
     row = await db.fetchrow("SELECT * FROM request_audit WHERE request_id = $1", request_id)
-    if row is None:
-        return None
-    return AuditEntry(
-        request_id=row["request_id"], database=row["database"], question=row["question"], status=row["status"],
-        evidence=row["evidence"], attempts=row["attempts"], final_sql=row["final_sql"], timings=row["timings"],
-        guideline_version=row["guideline_version"],
-    )
+    return _from_row(row) if row is not None else None
+
+
+async def get_owned(db: Db, request_id: str, owner: str) -> AuditEntry | None:
+    """The audited answer under ``request_id`` when ``owner`` asked it; None otherwise, exactly as for an id
+    that was never audited, so that nobody learns whether another owner's id exists."""
+    row = await db.fetchrow("SELECT * FROM request_audit WHERE request_id = $1 AND owner = $2", request_id, owner)
+    return _from_row(row) if row is not None else None
+
+
+def _from_row(row: Any) -> AuditEntry:
+    return AuditEntry(**{column: row[column] for column in _COLUMNS})

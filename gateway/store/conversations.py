@@ -19,8 +19,10 @@ log = get_logger(__name__)
 @dataclass(frozen=True, slots=True)
 class StoredConversation:
     id: str
-    owner: str
+    owner: str  # Principal.owner (gateway.ownership): only the owner may read or continue it
     database: str
+    end_user: str | None = None  # who asked, and through which key or OAuth client (recorded, not checked)
+    via: str | None = None
 
 
 @dataclass(slots=True)
@@ -64,8 +66,9 @@ async def add_turn(db: Db, conversation: StoredConversation, turn: StoredTurn) -
     ``db`` must be a connection inside a transaction: the conversation row stays locked until it commits.
     """
     await db.execute(
-        "INSERT INTO conversations (id, owner, database) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
-        conversation.id, conversation.owner, conversation.database,
+        "INSERT INTO conversations (id, owner, database, end_user, via) VALUES ($1, $2, $3, $4, $5) "
+        "ON CONFLICT (id) DO NOTHING",
+        conversation.id, conversation.owner, conversation.database, conversation.end_user, conversation.via,
     )
     owner = await db.fetchval("SELECT owner FROM conversations WHERE id = $1 FOR UPDATE", conversation.id)
     if owner != conversation.owner:  # an id is 128 random bits; this only guards against a bug of ours
@@ -122,10 +125,12 @@ async def _first_turns(store: Store, items: list[tuple[StoredConversation, Store
         fresh.setdefault(conversation.id, (conversation, turn))
     async with store.transaction() as conn:
         created = {r["id"] for r in await conn.fetch(
-            "INSERT INTO conversations (id, owner, database) SELECT r.id, r.owner, r.database "
-            "FROM jsonb_to_recordset($1::jsonb) AS r(id text, owner text, database text) "
+            "INSERT INTO conversations (id, owner, database, end_user, via) "
+            "SELECT r.id, r.owner, r.database, r.end_user, r.via "
+            "FROM jsonb_to_recordset($1::jsonb) AS r(id text, owner text, database text, end_user text, via text) "
             "ON CONFLICT (id) DO NOTHING RETURNING id",
-            [{"id": c.id, "owner": c.owner, "database": c.database} for c, _ in fresh.values()],
+            [{"id": c.id, "owner": c.owner, "database": c.database, "end_user": c.end_user, "via": c.via}
+             for c, _ in fresh.values()],
         )}
         await conn.execute(
             """

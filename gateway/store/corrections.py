@@ -33,6 +33,7 @@ class StoredCorrection:
 async def add(
     db: Db, *, database: str, question: str, incorrect_sql: str, corrected_sql: str, source: Source,
     verified: bool, evidence: str = "", request_id: str | None = None, reviewed_by: str | None = None,
+    owner: str | None = None, end_user: str | None = None, via: str | None = None,
 ) -> int:
     """Store a correction. It counts as reviewed when ``reviewed_by`` names a dba/admin, or when a DBA wrote
     it (source ``dba``); MAGIC never activates a guideline built from unreviewed ones on its own."""
@@ -41,12 +42,13 @@ async def add(
     return int(await db.fetchval(
         """
         INSERT INTO corrections (request_id, database, question, evidence, incorrect_sql, corrected_sql,
-                                 source, verified, reviewed_by, reviewed_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $9::text IS NULL THEN NULL ELSE now() END)
+                                 source, verified, reviewed_by, reviewed_at, owner, end_user, via)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CASE WHEN $9::text IS NULL THEN NULL ELSE now() END,
+                $10, $11, $12)
         RETURNING id
         """,
         request_id, database, question, evidence or "", incorrect_sql, corrected_sql, source, verified,
-        reviewed_by,
+        reviewed_by, owner, end_user, via,
     ))
 
 

@@ -81,7 +81,8 @@ def question_key(question: str) -> str:
 
 async def add(
     db: Db, *, database: str, question: str, sql: str, source: ExampleSource, request_id: str | None = None,
-    proposed_by: str = "unknown", approved_by: str | None = None,
+    proposed_by: str = "unknown", approved_by: str | None = None, end_user: str | None = None,
+    via: str | None = None,
 ) -> int:
     """Store a pair (or find the identical one already stored) and return its id.
 
@@ -95,11 +96,11 @@ async def add(
     row_id = await db.fetchval(
         """
         INSERT INTO verified_examples (database, question, question_key, sql, source, request_id, status,
-                                       proposed_by)
-        VALUES ($1, $2, $3, $4, $5, $6, 'proposed', $7)
+                                       proposed_by, end_user, via)
+        VALUES ($1, $2, $3, $4, $5, $6, 'proposed', $7, $8, $9)
         ON CONFLICT (database, question_key, sql) DO NOTHING RETURNING id
         """,
-        database, question.strip(), key, sql, source, request_id, proposed_by,
+        database, question.strip(), key, sql, source, request_id, proposed_by, end_user, via,
     )
     if row_id is None:
         row_id = await db.fetchval(

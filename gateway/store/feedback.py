@@ -41,17 +41,20 @@ async def get(db: Db, request_id: str, client_id: str) -> StoredFeedback | None:
 
 async def insert(
     db: Db, *, request_id: str, client_id: str, verdict: str, corrected_sql: str | None, note: str | None,
-    correction_id: int | None, example_id: int | None,
+    correction_id: int | None, example_id: int | None, end_user: str | None = None, via: str | None = None,
 ) -> StoredFeedback | None:
-    """Insert the feedback; None when this client already gave feedback on this request."""
+    """Insert the feedback; None when this client already gave feedback on this request.
+
+    ``client_id`` is the owner (gateway.ownership); ``end_user`` and ``via`` say who and through what."""
     row = await db.fetchrow(
         """
-        INSERT INTO feedback (request_id, client_id, verdict, corrected_sql, note, correction_id, example_id)
-        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        INSERT INTO feedback (request_id, client_id, verdict, corrected_sql, note, correction_id, example_id,
+                              end_user, via)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
         ON CONFLICT (request_id, client_id) DO NOTHING
         RETURNING *
         """,
-        request_id, client_id, verdict, corrected_sql, note, correction_id, example_id,
+        request_id, client_id, verdict, corrected_sql, note, correction_id, example_id, end_user, via,
     )
     return _from_row(row) if row else None
 

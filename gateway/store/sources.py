@@ -112,4 +112,5 @@ class StoreCorrections:
             corrected_sql=correction.corrected_sql,
             source=correction.source if correction.source in {"reflection", "user", "dba"} else "reflection",  # type: ignore[arg-type]
             verified=correction.source in VERIFIED_SOURCES, request_id=correction.request_id,
+            owner=correction.owner, end_user=correction.end_user, via=correction.via,
         )

@@ -19,7 +19,7 @@ async def test_feedback_that_returned_201_survives_sigkill(demo_dsn: str, fresh_
     store = await Store.open(StoreSettings(dsn=fresh_db))
     try:
         await audit.record(store.pool, audit.AuditEntry("req-kill", "demo", case(7).question, "ok",
-                                                        final_sql=case(7).incorrect_sql))
+                                                        final_sql=case(7).incorrect_sql, owner="analyst"))
     finally:
         await store.close()
 

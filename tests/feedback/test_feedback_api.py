@@ -13,12 +13,12 @@ from gateway.store import audit, examples
 from tests.magic.helpers import case, gateway, settings_for
 
 
-async def answered(state: GatewayState, request_id: str, k: int = 1) -> None:
-    """An audit row as /v1/ask leaves it: case k answered with its incorrect SQL."""
+async def answered(state: GatewayState, request_id: str, k: int = 1, owner: str = "alice") -> None:
+    """An audit row as /v1/ask leaves it: case k answered with its incorrect SQL, asked by ``owner``."""
     assert state.store is not None
     await audit.record(state.store.pool, audit.AuditEntry(
         request_id=request_id, database="demo", question=case(k).question, status="ok",
-        final_sql=case(k).incorrect_sql, guideline_version="default"))
+        final_sql=case(k).incorrect_sql, guideline_version="default", owner=owner))
 
 
 async def count(state: GatewayState, table: str) -> int:
@@ -31,14 +31,17 @@ async def post(http: httpx.AsyncClient, body: dict, client: str | None = "alice"
     return await http.post("/v1/feedback", json=body, headers=headers)
 
 
-async def test_feedback_is_idempotent_per_request_and_client(demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:
+async def test_feedback_is_idempotent_per_request_and_owner(demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:
     async with gateway(settings_for(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
         await answered(state, "req-1")
         first = await post(http, {"request_id": "req-1", "verdict": "correct"})
         again = await post(http, {"request_id": "req-1", "verdict": "correct"})
         changed = await post(http, {"request_id": "req-1", "verdict": "incorrect"})
+        # Only the client that asked may judge the answer: anyone else finds no such request.
         other = await post(http, {"request_id": "req-1", "verdict": "incorrect"}, client="bob")
         anonymous = await post(http, {"request_id": "req-1", "verdict": "correct"}, client=None)
+        await answered(state, "req-1b", owner="anonymous")
+        anonymous_own = await post(http, {"request_id": "req-1b", "verdict": "correct"}, client=None)
         rows = await count(state, "feedback")
         example = await examples.get(state.store.pool, first.json()["example_id"])  # type: ignore[union-attr]
         used = await examples.exact(state.store.pool, "demo", case(1).question)  # type: ignore[union-attr]
@@ -47,8 +50,10 @@ async def test_feedback_is_idempotent_per_request_and_client(demo_dsn: str, fres
     assert again.status_code == 200 and again.json()["created"] is False
     assert again.json()["feedback_id"] == first.json()["feedback_id"]
     assert changed.status_code == 409 and changed.json()["code"] == "feedback_conflict"
-    assert other.status_code == 201 and anonymous.json()["client_id"] == "anonymous"
-    assert rows == 3
+    assert other.status_code == 404 and other.json()["code"] == "unknown_request"
+    assert anonymous.status_code == 404 and anonymous.json()["code"] == "unknown_request"
+    assert anonymous_own.status_code == 201 and anonymous_own.json()["client_id"] == "anonymous"
+    assert rows == 2
     # `correct` proposed the question and its final SQL as an example; nobody reviewed it, so it is not used.
     assert example is not None and example.sql == case(1).incorrect_sql and example.status == "proposed"
     assert example.proposed_by == "alice" and first.json()["example_status"] == "proposed" and used is None
@@ -142,7 +147,7 @@ async def test_with_auth_feedback_is_keyed_by_the_api_key_and_guidelines_need_a_
             await api_keys.create(state.store.pool, key_id=token.key_id, name=name, role=role, databases=dbs,
                                   pg_role=None, secret_sha256=token.secret_sha256)
             tokens[name] = (token.token, token.key_id)
-        await answered(state, "req-6")
+        await answered(state, "req-6", owner=f"key:{tokens['app'][1]}")
 
         def auth(name: str, client: str | None = None) -> dict[str, str]:
             return {"Authorization": f"Bearer {tokens[name][0]}", **({"X-Client-Id": client} if client else {})}
@@ -155,7 +160,9 @@ async def test_with_auth_feedback_is_keyed_by_the_api_key_and_guidelines_need_a_
         client_list = await http.get("/v1/guidelines", headers=auth("app"))
         dba_list = await http.get("/v1/guidelines", headers=auth("dba"))
     assert missing.status_code == 401 and missing.json()["code"] == "unauthorized"
-    assert other_db.status_code == 403 and other_db.json()["code"] == "forbidden"
+    # Another key's answer is not found, whatever that key's databases: no id-existence oracle.
+    assert other_db.status_code == 404 and other_db.json()["code"] == "unknown_request"
+    assert "demo" not in other_db.text
     assert ok.status_code == 201 and ok.json()["client_id"] == f"key:{tokens['app'][1]}"
     assert client_list.status_code == 403 and dba_list.status_code == 200
 

@@ -38,7 +38,8 @@ async def test_corrections_in_guideline_out_activated_then_used_in_reflection(
     settings = settings_for(demo_dsn, fresh_db, llm, tmp_path, holdout_every=4)
     async with gateway(settings) as (http, state):
         for k in range(1, 14):
-            asked = await http.post("/v1/ask", json={"database": "demo", "question": case(k).question})
+            asked = await http.post("/v1/ask", json={"database": "demo", "question": case(k).question},
+                                    headers={"X-Client-Id": "analyst"})  # feedback comes from who asked
             assert asked.status_code == 200, asked.text
             assert asked.json()["sql"] == case(k).incorrect_sql
             fed = await http.post("/v1/feedback", headers={"X-Client-Id": "analyst"}, json={

@@ -278,3 +278,26 @@ async def test_hidden_columns_via_give_feedback(http_gw: Served, llm: ScriptedLL
     assert fed.is_error and fed.structured_content["code"] == "correction_blocked"
     assert "hidden_column" in fed.structured_content["codes"]
     assert_no_hidden(text_of(fed))
+
+
+async def test_give_feedback_is_for_the_asker_only(http_gw: Served, llm: ScriptedLLM) -> None:
+    """Another key (even a dba's on the same database, whose feedback would approve at once) finds no such
+    request: the same problem as an id never audited, naming no database."""
+    asker, dba, elsewhere = (await http_gw.key("client", ("demo",)), await http_gw.key("dba", ("demo",)),
+                             await http_gw.key("client", ("other",)))
+    script(llm, sql("SELECT count(*) AS n FROM regions"))
+    async with http_client(http_gw.url, asker) as client:
+        asked = await client.call_tool("ask", {"database": "demo", "question": "Count the regions, asker only"})
+        assert not asked.is_error, asked
+    request_id = asked.structured_content["request_id"]
+    for token in (dba, elsewhere):
+        async with http_client(http_gw.url, token) as client:
+            fed = await client.call_tool("give_feedback", {"request_id": request_id, "verdict": "correct"})
+            missing = await client.call_tool("give_feedback", {"request_id": "f" * 32, "verdict": "correct"})
+        assert fed.is_error and fed.structured_content["code"] == "unknown_request", fed
+        assert missing.structured_content["code"] == "unknown_request"
+        assert "demo" not in text_of(fed)
+    async with http_client(http_gw.url, asker) as client:
+        own = await client.call_tool("give_feedback", {"request_id": request_id, "verdict": "correct"})
+    assert not own.is_error and own.structured_content["created"] is True
+    assert own.structured_content["example_status"] == "proposed"

@@ -85,3 +85,39 @@ async def test_the_review_migration_keeps_dba_examples_usable_and_puts_the_rest_
     assert 3 in applied
     assert statuses == ["approved", "proposed", "proposed"]
     assert reviewed == [True, False, False]
+
+
+async def test_the_owners_migration_keeps_old_rows_readable_and_unowned(fresh_db: str) -> None:
+    """A store from before owners were recorded: its audit rows, feedback and conversations stay readable,
+    with no owner, so feedback can no longer name those answers (gateway.store.audit.get_owned)."""
+    from gateway.store import audit
+
+    owners = next(m for m in available() if m.name == "owners")
+    conn = await asyncpg.connect(fresh_db)
+    try:
+        await conn.execute(migrations.SCHEMA_MIGRATIONS_SQL)
+        for m in available():
+            if m.version < owners.version:
+                await conn.execute(m.sql)
+                await conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                                   m.version, m.name, m.checksum)
+        await conn.execute("""
+            INSERT INTO request_audit (request_id, database, question, status) VALUES ('old', 'demo', 'q', 'ok');
+            INSERT INTO feedback (request_id, client_id, verdict) VALUES ('old', 'key:0123456789ab', 'correct');
+            INSERT INTO conversations (id, owner, database) VALUES ('c_old', 'key:0123456789ab', 'demo');
+        """)
+        applied = await migrate(conn)
+        await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=str, decoder=str)
+        old = await audit.get(conn, "old")
+        claimed = [await audit.get_owned(conn, "old", who) for who in ("key:0123456789ab", "anonymous", "")]
+        feedback = await conn.fetchrow("SELECT client_id, end_user, via FROM feedback")
+        conversation = await conn.fetchrow("SELECT owner, end_user, via FROM conversations")
+        usage = await conn.fetchval("SELECT count(*) FROM token_usage")
+    finally:
+        await conn.close()
+    assert owners.version in applied
+    assert old is not None and old.question == "q" and (old.owner, old.end_user, old.via) == (None, None, None)
+    assert claimed == [None, None, None]
+    assert tuple(feedback) == ("key:0123456789ab", None, None)
+    assert tuple(conversation) == ("key:0123456789ab", None, None)
+    assert usage == 0
