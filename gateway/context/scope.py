@@ -70,8 +70,10 @@ async def scoped_snapshot(target: Target, rules: RuleSet, base: SchemaSnapshot, 
 
     values = {key: found for key, found in base.values.items()
               if readable_column(*key) and key[0] not in secured and not is_row_filtered(key[0], filtered)}
+    # A name given twice has no one value a policy could read: nothing is read again (fail closed).
+    unique = len({name for name, _ in claims}) == len(claims)
     again = [(schema_name, name, qualified, column) for schema_name, name, qualified, column in base.candidates
-             if qualified in secured and readable_column(qualified, column)
+             if unique and qualified in secured and readable_column(qualified, column)
              and not is_row_filtered(qualified, filtered)]
     gate = asyncio.Semaphore(SAMPLE_CONCURRENCY)
 

@@ -19,7 +19,8 @@ import asyncpg
 SETTING_PREFIX = "nl2sql."
 
 # One round trip for every value, each bound as a parameter (never spliced into the text).
-SET_CLAIMS_SQL = "SELECT count(set_config($1 || c.name, c.value, true)) FROM unnest($2::text[], $3::text[]) AS c(name, value)"
+SET_CLAIMS_SQL = ("SELECT count(set_config($1 || c.name, c.value, true)) "
+                  "FROM unnest($2::text[], $3::text[]) AS c(name, value)")
 
 
 def quote_ident(name: str) -> str:

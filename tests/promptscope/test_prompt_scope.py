@@ -143,7 +143,8 @@ async def test_a_warm_view_costs_no_catalog_round_trip(gateway: Gateway, roles: 
 
 
 @pytest.mark.parametrize("claims", [(("tenant_id", "1'; SELECT 1; --"),), (("tenant_id", "1\x01\n\u2028"),),
-                                    (("tenant id; x", "1"),), (("tenant_id", ""),)])
+                                    (("tenant id; x", "1"),), (("tenant_id", ""),), (("tenant_id", "1\x00"),),
+                                    (("", "1"),), (("tenant_id", "1"), ("tenant_id", "2"))])
 async def test_odd_claims_fail_closed(gateway: Gateway, roles: Roles, llm: ScriptedLLM,
                                       claims: tuple[tuple[str, str], ...]) -> None:
     text = await ask(gateway, llm, f"Accounts of {TENANT_2[0]} or {TENANT_1[0]}?", "tenants",
