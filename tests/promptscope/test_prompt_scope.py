@@ -29,9 +29,13 @@ class SharedExamples:
     columns, one over customers, one over a column of orders the role may not read."""
 
     async def similar(self, database: str, question: str, k: int) -> list[Example]:
+        if database == "tenants":  # written for tenant 2: its literal spells one of tenant 2's rows
+            return [Example("Zephyr's accounts?", f"SELECT count(*) FROM accounts WHERE name = '{TENANT_2[0]}'")]
         return [Example("Open orders?", "SELECT order_id FROM orders WHERE status = 'pending'"),
                 Example("Marco's city?", "SELECT city FROM customers WHERE first_name = 'Marco'"),
-                Example("Orders by shipping fee?", "SELECT o.order_id FROM orders o ORDER BY o.shipping_fee")][:k]
+                Example("Orders by shipping fee?", "SELECT o.order_id FROM orders o ORDER BY o.shipping_fee"),
+                # names nothing the role cannot read, yet reads every column of orders: lineage tells
+                Example("Every order, every field?", "SELECT * FROM orders LIMIT 5")][:k]
 
     async def exact(self, database: str, question: str) -> Example | None:
         return None
@@ -52,17 +56,19 @@ async def ask(gw: Gateway, llm: ScriptedLLM, question: str, database: str = "dem
 async def test_a_restricted_role_sees_only_what_it_may_read(gateway: Gateway, roles: Roles,
                                                             llm: ScriptedLLM) -> None:
     gateway.state.examples = SharedExamples()
+    gateway.state.settings.context.examples = 4
     text = await ask(gateway, llm, QUESTION, pg_role=roles.orders_only)
     for word in UNREADABLE:
         assert word not in text, word
     assert "CREATE TABLE orders" in text and "total_amount" in text
     assert "Exclude cancelled orders" in text  # a reminder over readable columns stays
-    assert "Open orders?" in text and "shipping_fee" not in text and "Marco's city" not in text
+    assert "Open orders?" in text
+    assert "shipping_fee" not in text and "Marco's city" not in text and "every field" not in text
 
     # The control: the gateway's own role reads everything, and the same question shows it all.
     text = await ask(gateway, llm, QUESTION)
     assert "CREATE TABLE customers" in text and "likely means customers.first_name = 'Marco'" in text
-    assert "Count customers, not joined rows" in text
+    assert "Count customers, not joined rows" in text and "every field" in text and "Marco's city" in text
 
 
 async def test_adapters_show_a_restricted_role_only_what_it_may_read(gateway: Gateway, roles: Roles) -> None:
@@ -86,6 +92,7 @@ async def test_adapters_show_a_restricted_role_only_what_it_may_read(gateway: Ga
 
 
 async def test_row_policy_values_reach_no_other_tenant(gateway: Gateway, roles: Roles, llm: ScriptedLLM) -> None:
+    gateway.state.examples = SharedExamples()  # an example over a row-secured table is not shown either
     tenant_1 = {"pg_role": roles.tenant, "claims": (("tenant_id", "1"),)}
     text = await ask(gateway, llm, f"How many accounts does {TENANT_2[0]} have, and {TENANT_2[1]}?", "tenants",
                      **tenant_1)
