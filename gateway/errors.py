@@ -58,6 +58,13 @@ class InsufficientScope(Forbidden):
     headers = {"WWW-Authenticate": 'Bearer realm="nl2sql-gateway", error="insufficient_scope"'}
 
 
+class UnknownPgRole(Forbidden):
+    """The caller's API key (or token) is mapped to a Postgres role that does not exist in the database, so
+    nothing can be read, shown or run as it; an administrator must fix the mapping."""
+
+    code, title = "unknown_pg_role", "The caller's Postgres role does not exist"
+
+
 class NotFound(GatewayError):
     code, status, title = "not_found", 404, "Not found"
 

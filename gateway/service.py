@@ -38,6 +38,7 @@ from gateway.context.search import active_guideline, rules_summary, search_schem
 from gateway.corrections import hand_over
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
+from gateway.execute.readable import readable, restrict
 from gateway.feedback import FeedbackIn, StoredFeedback, Verdict, audit_answer, store_of, submit
 from gateway.llm import open_llm
 from gateway.magic import lifecycle
@@ -146,14 +147,20 @@ class Gateway:
 
     async def schema(self, database: str, *, tables: Sequence[str] | None = None,
                      principal: Principal = ANONYMOUS) -> dict[str, Any]:
-        """Tables, columns, types, keys and comments; what the rules hide is left out.
+        """Tables, columns, types, keys and comments; what the rules hide is left out, and so is what the
+        principal's Postgres role may not read (gateway.execute.readable).
 
         ``tables``: only these (by name, or ``schema.name``); unknown names are simply absent. Raises
-        ``unknown_database``, ``forbidden`` (not in the principal's list) or ``database_unavailable``.
+        ``unknown_database``, ``forbidden`` (not in the principal's list), ``unknown_pg_role`` or
+        ``database_unavailable``.
         """
         principal.check_database(database)
         state = self.state
-        schema = visible_schema(await introspect(state.target(database)), state.ruleset(database)).as_dict()
+        target = state.target(database)
+        found = await introspect(target)
+        if principal.pg_role is not None:
+            found = restrict(found, await readable(target, principal.pg_role))
+        schema = visible_schema(found, state.ruleset(database)).as_dict()
         if tables:
             wanted = {name.lower() for name in tables}
             schema["tables"] = [t for t in schema.get("tables", [])
@@ -407,27 +414,29 @@ class Gateway:
                             principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """Tables, columns and stored values of ``database`` that match the words of ``query``.
 
-        Only what the rules leave visible is searched (see :mod:`gateway.context.search`): a hidden table,
-        column or value is never matched nor returned.
+        Only what the rules leave visible and the principal's Postgres role and row policy let it read is
+        searched (see :mod:`gateway.context.search`): anything else is never matched nor returned.
         """
         principal.check_database(database)
         state = self.state
         return await search_schema(state.schemas, state.settings.context, state.target(database),
-                                   state.ruleset(database), query, limit=limit)
+                                   state.ruleset(database), query, limit=limit, role=principal.pg_role,
+                                   claims=principal.claims)
 
     async def rules_summary(self, database: str, *, principal: Principal = ANONYMOUS) -> str:
         """The DBA's notes and instructions for ``database`` as the LLM reads them (hidden names redacted)."""
         principal.check_database(database)
         state = self.state
         return await rules_summary(state.schemas, state.settings.context, state.target(database),
-                                   state.ruleset(database))
+                                   state.ruleset(database), role=principal.pg_role, claims=principal.claims)
 
     async def active_guideline(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """The guideline questions on ``database`` use now: ``{"database", "version", "text"}``."""
         principal.check_database(database)
         state = self.state
         return await active_guideline(state.schemas, state.settings.context, state.target(database),
-                                      state.ruleset(database), state.guidelines)
+                                      state.ruleset(database), state.guidelines, role=principal.pg_role,
+                                      claims=principal.claims)
 
     async def answer(self, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
         """:meth:`ask`, plus what ``POST /v1/ask`` does around it: the answer is audited in the store before

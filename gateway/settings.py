@@ -357,6 +357,11 @@ class ContextSettings(BaseModel):
                                  "in a prompt.")
     examples: int = Field(default=3, ge=0, le=20, description="Verified examples similar to the question "
                           "shown in a prompt.")
+    scoped_views_max: int = Field(default=256, ge=1, description="Most callers' views of a schema snapshot "
+                                  "kept in memory, one per (database, Postgres role, row-policy values): the "
+                                  "schema cut to what the role may read and sample values read under its row "
+                                  "policy. The least recently used is dropped beyond it (and rebuilt on its next "
+                                  "question: one catalog query plus the reads of row-secured tables).")
 
 
 _ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",

@@ -3,6 +3,12 @@
 Order matters for secrecy: the schema is filtered by the rules *first*, and only the visible schema is
 sampled, matched, scored and rendered; every text that reaches the context (comments, rule text, guideline,
 examples) also passes the redactor. A hidden table or column cannot reach a prompt through this stage.
+
+Who asks matters too: a caller with a Postgres role or row-policy values gets its own view of the snapshot
+(gateway.context.scope), cut to the columns its role may read, with sample values read under its row
+policy. On that view the redactor also hides every name the caller cannot read, guideline reminders that
+mention one are left out, and a verified example is shown only when its SQL reads nothing but readable
+columns of tables whose rows do not depend on the reader (judged on the safety check's column lineage).
 """
 
 from __future__ import annotations
@@ -10,10 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from gateway import safety
 from gateway.context.cache import SchemaCache, SchemaSnapshot
-from gateway.context.model import Context, estimate_tokens
+from gateway.context.model import Context, Example, Guideline, estimate_tokens
 from gateway.context.prune import Rendered, TableWords, neighbours, score_tables, select, table_words
-from gateway.context.render import Redactor, render_rules, render_table
+from gateway.context.render import Redactor, render_rules, render_table, scoped_guideline
+from gateway.context.scope import is_row_filtered, row_filtered
 from gateway.context.sources import ExamplesSource, GuidelineSource
 from gateway.context.values import ValueIndex, match_values
 from gateway.context.words import keywords, phrases
@@ -51,6 +59,43 @@ class _Prepared:
     adjacency: dict[str, set[str]]
     value_index: ValueIndex
     words: dict[str, TableWords]
+    # A caller's view only: the policy under which a verified example may be shown (what the caller cannot
+    # read, and tables whose rows depend on the reader, are hidden in it), and verdicts already reached.
+    examples_policy: safety.Policy | None = None
+    example_verdicts: dict[str, bool] | None = None
+    guideline: list[tuple[Guideline, Guideline]] | None = None  # the last guideline and its scoped text
+
+    def guideline_for(self, guideline: Guideline) -> Guideline:
+        """``guideline`` as this view shows it (memoized for the last one: it rarely changes)."""
+        memo = self.guideline
+        if memo and memo[0][0] == guideline:
+            return memo[0][1]
+        scoped = Guideline(guideline.version, scoped_guideline(guideline.text, self.redact,
+                                                               drop=self.examples_policy is not None))
+        if memo is not None:
+            memo[:] = [(guideline, scoped)]
+        return scoped
+
+    def shows(self, example: Example) -> bool:
+        """Whether a verified example may be shown: it names nothing hidden and, on a caller's view, its SQL
+        reads only what the caller may read (column lineage of the safety check; unparseable: no)."""
+        if self.redact.mentions_hidden(f"{example.question}\n{example.sql}"):
+            return False
+        if self.examples_policy is None or self.example_verdicts is None:
+            return True
+        shown = self.example_verdicts.get(example.sql)
+        if shown is None:
+            verdict = safety.check(example.sql, self.examples_policy)
+            shown = not any(f.code in _UNREADABLE for f in verdict.findings)
+            if len(self.example_verdicts) >= EXAMPLE_VERDICTS_KEPT:
+                self.example_verdicts.clear()
+            self.example_verdicts[example.sql] = shown
+        return shown
+
+
+# Findings that mean an example's SQL reads what the caller may not (or cannot be read at all).
+_UNREADABLE = frozenset({"hidden_table", "hidden_column", "parse_error"})
+EXAMPLE_VERDICTS_KEPT = 1024
 
 
 def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _Prepared:
@@ -59,10 +104,14 @@ def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _P
     if cached is not None and cached.rules is rules and cached.sample_values == sample_values:
         return cached
     schema = visible_schema(snapshot.schema, rules)
-    redact = Redactor(rules, snapshot.schema)
+    scoped = snapshot.full is not None
+    redact = Redactor(rules, snapshot.full, snapshot.schema) if snapshot.full is not None \
+        else Redactor(rules, snapshot.schema)
     visible = {t.qualified_name for t in schema.tables}
+    filtered = row_filtered(rules)
     values = {key: found for key, found in snapshot.values.items()
-              if key[0] in visible and not rules.is_hidden_column(key[0], key[1])}
+              if key[0] in visible and not rules.is_hidden_column(key[0], key[1])
+              and not is_row_filtered(key[0], filtered)}
     rendered = []
     for table in schema.tables:
         full = render_table(table, values, sample_values, redact)
@@ -70,17 +119,36 @@ def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _P
         # +1: the blank line between tables, so the joined text stays within the budget too
         rendered.append(Rendered(table.qualified_name, full, compact, estimate_tokens(full) + 1,
                                  estimate_tokens(compact) + 1))
+    policy = _examples_policy(snapshot, schema, rules, filtered) if scoped else None
     prepared = _Prepared(rules, sample_values, schema, redact, values, rendered, neighbours(schema.tables),
-                         ValueIndex.of(values), table_words(schema.tables, values, rules.table_descriptions))
+                         ValueIndex.of(values), table_words(schema.tables, values, rules.table_descriptions),
+                         policy, {} if scoped else None, [] if scoped else None)
     snapshot.prepared = prepared
     return prepared
 
 
+def _examples_policy(snapshot: SchemaSnapshot, readable: Schema, rules: RuleSet,
+                     filtered: frozenset[str]) -> safety.Policy:
+    """What a verified example shown to this caller may not read: tables and columns outside its view, and
+    tables whose rows depend on the reader (an example's literals may spell another caller's rows)."""
+    assert snapshot.full is not None
+    shown = {t.qualified_name: {c.name for c in t.columns} for t in readable.tables}
+    tables = {t.qualified_name.lower() for t in snapshot.full.tables if t.qualified_name not in shown}
+    tables |= {name.lower() for name in snapshot.row_secured} | filtered
+    columns = {f"{t.qualified_name}.{c.name}".lower() for t in snapshot.full.tables if t.qualified_name in shown
+               for c in t.columns if c.name not in shown[t.qualified_name]}
+    return safety.Policy(hidden_tables=frozenset(tables) | rules.hidden_tables,
+                         hidden_columns=frozenset(columns) | rules.hidden_columns,
+                         extra_functions=rules.extra_functions)
+
+
 async def build_context(sources: Sources, settings: ContextSettings, target: Target, rules: RuleSet,
-                        question: str, evidence: str | None) -> Context:
-    """The context for ``question`` on ``target`` under ``rules``; DatabaseUnavailable when it cannot."""
+                        question: str, evidence: str | None, *, role: str | None = None,
+                        claims: tuple[tuple[str, str], ...] = ()) -> Context:
+    """The context for ``question`` on ``target`` under ``rules``, as a caller acting as Postgres ``role``
+    with row-policy ``claims`` may read it; DatabaseUnavailable when it cannot, ``unknown_pg_role``."""
     database = target.name
-    snapshot = await sources.schemas.get(target, rules)
+    snapshot = await sources.schemas.view(target, rules, role, claims)
     prepared = _prepare(snapshot, rules, settings.sample_values)
     redact, rendered = prepared.redact, prepared.rendered
 
@@ -95,11 +163,11 @@ async def build_context(sources: Sources, settings: ContextSettings, target: Tar
     schema_text = "\n\n".join(by_name[n].compact if compact else by_name[n].full for n, compact in chosen)
     rules_text = render_rules(rules, kept, redact)
 
-    guideline = await sources.guidelines.active(database)
-    guideline = type(guideline)(guideline.version, redact.clean(guideline.text))
+    guideline = prepared.guideline_for(await sources.guidelines.active(database))
     examples = await sources.examples.similar(database, question, settings.examples) if settings.examples else []
-    # A verified example that names a hidden object (from before it was hidden) must not reach the prompt.
-    examples = [e for e in examples if not redact.mentions_hidden(f"{e.question}\n{e.sql}")]
+    # A verified example that names a hidden object (from before it was hidden), or reads what the caller
+    # may not, must not reach the prompt.
+    examples = [e for e in examples if prepared.shows(e)]
     hints = [h for h in hints if h.table in kept]
     parts = [schema_text, rules_text, guideline.text, *(f"{e.question}\n{e.sql}" for e in examples),
              *(h.as_text() for h in hints), question, evidence or ""]

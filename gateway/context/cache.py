@@ -2,15 +2,23 @@
 
 One refresh at a time per database (concurrent questions wait for it instead of each introspecting); when a
 refresh fails and an older snapshot exists, the older one keeps serving and the failure is logged.
+
+Callers with a Postgres role or row-policy values (claims) get a view of the snapshot cut to what they may
+read (gateway.context.scope), cached per (database, role, claims) in a least-recently-used map of at most
+``context.scoped_views_max`` entries. A view lives as long as the snapshot it was cut from: a refresh (every
+``schema_ttl_s``) builds new views on their next use, so a GRANT or REVOKE reaches prompts within that time.
+Callers with neither share the snapshot itself, as before.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway import errors
 from gateway.execute import Target
 from gateway.execute import samples as sample_queries
 from gateway.execute.introspect import Schema, TableInfo, introspect
@@ -37,6 +45,15 @@ class SchemaSnapshot:
     loaded_at: float = 0.0
     # build_context's question-independent work (visible schema, rendered tables), memoized per snapshot
     prepared: Any = field(default=None, compare=False, repr=False)
+    # The text columns sampling tried, as (schema, table, qualified name, column): a caller's view reads the
+    # ones of row-secured tables again as that caller.
+    candidates: tuple[tuple[str, str, str, str], ...] = ()
+    # A caller's view (gateway.context.scope) only: the snapshot's whole schema (names the caller may not
+    # read are redacted from every text), the snapshot it was cut from, and the tables whose rows depend on
+    # the reader (verified examples that read them are not shown to the caller).
+    full: Schema | None = field(default=None, repr=False)
+    base: SchemaSnapshot | None = field(default=None, compare=False, repr=False)
+    row_secured: frozenset[str] = frozenset()
 
 
 def is_text_type(type_name: str) -> bool:
@@ -44,17 +61,74 @@ def is_text_type(type_name: str) -> bool:
     return base in TEXT_TYPES
 
 
+ViewKey = tuple[str, str | None, tuple[tuple[str, str], ...]]
+
+
 class SchemaCache:
     def __init__(self, settings: ContextSettings) -> None:
         self.settings = settings
         self._snapshots: dict[str, SchemaSnapshot] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        # (database, role, claims) -> the caller's view, least recently used first
+        self._views: OrderedDict[ViewKey, SchemaSnapshot] = OrderedDict()
+        self._building: dict[ViewKey, asyncio.Future[SchemaSnapshot]] = {}
 
     def invalidate(self, database: str | None = None) -> None:
         if database is None:
             self._snapshots.clear()
+            self._views.clear()
         else:
             self._snapshots.pop(database, None)
+            for key in [k for k in self._views if k[0] == database]:
+                del self._views[key]
+
+    def scoped_views(self) -> int:
+        """How many callers' views are cached (at most ``context.scoped_views_max``)."""
+        return len(self._views)
+
+    async def view(self, target: Target, rules: RuleSet, role: str | None = None,
+                   claims: tuple[tuple[str, str], ...] = ()) -> SchemaSnapshot:
+        """The snapshot as a caller acting as ``role`` with row-policy ``claims`` may read it; without either,
+        the shared snapshot itself. ``unknown_pg_role`` when the role does not exist."""
+        base = await self.get(target, rules)
+        if role is None and not claims:
+            return base
+        key: ViewKey = (target.name, role, tuple(claims))
+        found = self._views.get(key)
+        if found is not None and found.base is base:
+            self._views.move_to_end(key)
+            return found
+        pending = self._building.get(key)
+        if pending is None:
+            # One build per key at a time: concurrent questions of the same caller wait for it.
+            pending = asyncio.ensure_future(self._build_view(key, target, rules, base))
+            self._building[key] = pending
+            pending.add_done_callback(lambda done: self._built(key, done))
+        return await asyncio.shield(pending)
+
+    def _built(self, key: ViewKey, done: asyncio.Future[SchemaSnapshot]) -> None:
+        if self._building.get(key) is done:
+            del self._building[key]
+        if not done.cancelled():
+            done.exception()  # retrieved: a failure reaches every waiter, never the loop's "never retrieved" log
+
+    async def _build_view(self, key: ViewKey, target: Target, rules: RuleSet, base: SchemaSnapshot) -> SchemaSnapshot:
+        from gateway.context.scope import scoped_snapshot
+
+        started = time.perf_counter()
+        try:
+            view = await scoped_snapshot(target, rules, base, key[1], key[2], self.settings.low_cardinality_max)
+        except errors.UnknownPgRole:
+            log.warning("unknown_pg_role", database=target.name, role=key[1])
+            raise
+        self._views[key] = view
+        self._views.move_to_end(key)
+        while len(self._views) > self.settings.scoped_views_max:
+            self._views.popitem(last=False)
+        log.info("scoped_view_built", database=target.name, role=key[1], claims=len(key[2]),
+                 tables=len(view.schema.tables), sampled_columns=len(view.values),
+                 seconds=round(time.perf_counter() - started, 3))
+        return view
 
     async def get(self, target: Target, rules: RuleSet) -> SchemaSnapshot:
         """A snapshot no older than ``schema_ttl_s`` (or the last good one when a refresh fails)."""
@@ -100,7 +174,8 @@ class SchemaCache:
         values = {key: found for key, found in results if found}
         log.info("schema_loaded", database=target.name, tables=len(schema.tables), sampled_columns=len(values),
                  pg_trgm=trgm is not None, seconds=round(time.perf_counter() - started, 3))
-        return SchemaSnapshot(schema, values, trgm, time.monotonic())
+        candidates = tuple((t.schema, t.name, t.qualified_name, c) for t, c in wanted)
+        return SchemaSnapshot(schema, values, trgm, time.monotonic(), candidates=candidates)
 
 
 def _maybe_low_cardinality(table: TableInfo, column: str, stats: dict[tuple[str, str, str], float],

@@ -20,19 +20,31 @@ class Redactor:
 
     Names are matched as whole words: ``table.column`` always, a bare hidden table name always, and a bare
     hidden column name unless some visible column has the same name (then the word is not a secret).
+    ``readable``: a caller's view of ``full`` (gateway.context.scope); what it lacks is hidden too.
     """
 
-    def __init__(self, rules: RuleSet, full: Schema) -> None:
-        visible_columns = {c.name.lower() for t in full.tables if not rules.is_hidden_table(t.qualified_name)
-                           for c in t.columns if not rules.is_hidden_column(t.qualified_name, c.name)}
+    def __init__(self, rules: RuleSet, full: Schema, readable: Schema | None = None) -> None:
+        shown = None if readable is None else {t.qualified_name: {c.name for c in t.columns}
+                                               for t in readable.tables}
+
+        def table_hidden(table: TableInfo) -> bool:
+            return rules.is_hidden_table(table.qualified_name) or (shown is not None
+                                                                   and table.qualified_name not in shown)
+
+        def column_hidden(table: TableInfo, column: str) -> bool:
+            return rules.is_hidden_column(table.qualified_name, column) or (
+                shown is not None and column not in shown.get(table.qualified_name, ()))
+
+        visible_columns = {c.name.lower() for t in full.tables if not table_hidden(t)
+                           for c in t.columns if not column_hidden(t, c.name)}
         names: set[str] = set()
         for table in full.tables:
-            if rules.is_hidden_table(table.qualified_name):
+            if table_hidden(table):
                 names |= {table.name.lower(), table.qualified_name.lower()}
                 names |= {f"{table.name}.{c.name}".lower() for c in table.columns}
                 continue
             for column in table.columns:
-                if rules.is_hidden_column(table.qualified_name, column.name):
+                if column_hidden(table, column.name):
                     names.add(f"{table.name}.{column.name}".lower())
                     if column.name.lower() not in visible_columns:
                         names.add(column.name.lower())
@@ -47,6 +59,28 @@ class Redactor:
 
     def mentions_hidden(self, text: str) -> bool:
         return bool(self.pattern and self.pattern.search(text))
+
+
+# A guideline reminder starts a line with its number ("12. Counting rows multiplied by a join").
+_REMINDER = re.compile(r"^(?=\d+\.\s)", re.MULTILINE)
+
+
+def scoped_guideline(text: str, redact: Redactor, *, drop: bool) -> str:
+    r"""The guideline as a prompt shows it: hidden names redacted and, with ``drop`` (a caller's view), the
+    numbered reminders that mention any name the caller may not read left out whole, since their SQL is a
+    worked example over data it cannot see.
+
+    >>> redact = Redactor(RuleSet("db", hidden_tables=frozenset({"salaries"})), Schema("db", []))
+    >>> text = "Intro\n1. Count orders\nSELECT 1\n2. Sum salaries\nSELECT 2\n"
+    >>> scoped_guideline(text, redact, drop=True)
+    'Intro\n1. Count orders\nSELECT 1\n'
+    >>> scoped_guideline(text, redact, drop=False)
+    'Intro\n1. Count orders\nSELECT 1\n2. Sum [hidden]\nSELECT 2\n'
+    """
+    if drop and redact.pattern is not None:
+        parts = _REMINDER.split(text)
+        text = "".join(p for i, p in enumerate(parts) if i == 0 or not redact.mentions_hidden(p))
+    return redact.clean(text)
 
 
 def render_table(table: TableInfo, values: dict[tuple[str, str], list[str]], samples: int,

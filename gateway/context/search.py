@@ -6,6 +6,10 @@ Secrecy works as in :mod:`gateway.context.build`, on the same prepared snapshot:
 (rules applied first) and the sampled values of visible columns are searched, and comments are matched and
 returned after the redactor removed any mention of a hidden name. A hidden table, column or value cannot be
 matched or returned, so a search for ``salary`` finds nothing that a client may not see.
+
+Each function takes the caller's Postgres ``role`` and row-policy ``claims`` and works on the caller's view
+(gateway.context.scope), exactly as its questions' prompts do: what the role may not read, and values its
+row policy filters out, are neither searched nor shown.
 """
 
 from __future__ import annotations
@@ -26,30 +30,37 @@ if TYPE_CHECKING:
     from gateway.settings import ContextSettings
 
 
-async def rules_summary(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet) -> str:
+Claims = tuple[tuple[str, str], ...]
+
+
+async def rules_summary(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet, *,
+                        role: str | None = None, claims: Claims = ()) -> str:
     """The DBA's notes, instructions and required conditions for every visible table, as the LLM reads them
     (hidden names redacted)."""
-    prepared = _prepare(await schemas.get(target, rules), rules, settings.sample_values)
+    prepared = _prepare(await schemas.view(target, rules, role, claims), rules, settings.sample_values)
     return render_rules(prepared.rules, [t.qualified_name for t in prepared.schema.tables], prepared.redact)
 
 
 async def active_guideline(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet,
-                           guidelines: GuidelineSource) -> dict[str, Any]:
-    """``{"version", "text"}`` of the guideline questions on ``target`` use now, hidden names redacted."""
-    prepared = _prepare(await schemas.get(target, rules), rules, settings.sample_values)
-    guideline = await guidelines.active(target.name)
-    return {"database": target.name, "version": guideline.version, "text": prepared.redact.clean(guideline.text)}
+                           guidelines: GuidelineSource, *, role: str | None = None,
+                           claims: Claims = ()) -> dict[str, Any]:
+    """``{"version", "text"}`` of the guideline questions on ``target`` use now, as the caller's prompts show
+    it (hidden names redacted, reminders over what the caller cannot read left out)."""
+    prepared = _prepare(await schemas.view(target, rules, role, claims), rules, settings.sample_values)
+    guideline = prepared.guideline_for(await guidelines.active(target.name))
+    return {"database": target.name, "version": guideline.version, "text": guideline.text}
 
 
 async def search_schema(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet,
-                        query: str, *, limit: int = 20) -> dict[str, Any]:
+                        query: str, *, limit: int = 20, role: str | None = None,
+                        claims: Claims = ()) -> dict[str, Any]:
     """``{"tables": [...], "columns": [...], "values": [...]}`` matching the words of ``query``.
 
     Tables and columns match when a word is part of their name or their (redacted) comment; values match
     stored values of low-cardinality text columns as the question pipeline's value hints do (pg_trgm when
     installed, else difflib). Each list holds at most ``limit`` entries.
     """
-    snapshot = await schemas.get(target, rules)
+    snapshot = await schemas.view(target, rules, role, claims)
     prepared = _prepare(snapshot, rules, settings.sample_values)
     wanted = sorted(keywords(query))  # lower case, plural endings off, no stop words
     clean = prepared.redact.clean

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
-from gateway.execute import faults
+from gateway.execute import faults, scope
 from gateway.execute.pool import Target
 
 STATS_SQL = """
@@ -33,16 +33,19 @@ WHERE {fn}(p.phrase, v.value) >= $3
 """
 
 
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+quote_ident = scope.quote_ident
 
 
 @asynccontextmanager
-async def _read_only(target: Target) -> AsyncIterator[asyncpg.Connection]:
+async def _read_only(target: Target, role: str | None = None,
+                     claims: Sequence[tuple[str, str]] = ()) -> AsyncIterator[asyncpg.Connection]:
+    """A READ ONLY transaction with the target's statement timeout, as ``role`` with ``claims`` set when given
+    (gateway.execute.scope): the caller's GRANTs and row-level security then decide what the read returns."""
     limits = target.settings.limits
     try:
         async with target.pool.acquire(timeout=limits.acquire_timeout_s) as conn, conn.transaction(readonly=True):
             await conn.execute(f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}")
+            await scope.enter(conn, role, claims)
             yield conn
     except faults.FAULTS as exc:
         fault = faults.classify(exc)
@@ -58,18 +61,21 @@ async def column_n_distinct(target: Target) -> dict[tuple[str, str, str], float]
     return {(r["schema"], r["table"], r["column"]): float(r["n_distinct"]) for r in rows}
 
 
-async def distinct_values(target: Target, schema: str, table: str, column: str, limit: int) -> list[str] | None:
+async def distinct_values(target: Target, schema: str, table: str, column: str, limit: int, *,
+                          role: str | None = None, claims: Sequence[tuple[str, str]] = ()) -> list[str] | None:
     """Up to ``limit`` distinct non-empty values, most frequent first; None when there are more than ``limit``.
 
-    Failures other than an unreachable database (a column-level GRANT, a timeout) return None: samples are
-    a nicety, never a reason to fail a question.
+    ``role`` and ``claims``: read as that caller (gateway.execute.scope), so its GRANTs and row policy apply.
+    Failures other than an unreachable database (a column-level GRANT, a timeout, a row-policy value the
+    policy cannot read) return None: samples are a nicety, never a reason to fail a question, and a failed
+    read as the caller never falls back to an unfiltered one.
     """
     col = quote_ident(column)
     sql = (f"SELECT {col}::text AS v FROM {quote_ident(schema)}.{quote_ident(table)} "
            f"WHERE {col} IS NOT NULL AND {col}::text <> '' GROUP BY {col} ORDER BY count(*) DESC, {col}::text "
            f"LIMIT {int(limit) + 1}")
     try:
-        async with _read_only(target) as conn:
+        async with _read_only(target, role, claims) as conn:
             rows = await conn.fetch(sql)
     except asyncpg.PostgresError:
         return None

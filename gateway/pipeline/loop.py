@@ -117,8 +117,9 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         raise
     # The owner's daily tokens, before the LLM is called at all.
     await token_budget.check(state.store, state.settings.llm, q.client)
+    # Built from what the caller's role and row policy let it read (gateway.context.scope).
     ctx = await build_context(state, state.settings.context, target, rules, q.question,
-                              "\n".join(filter(None, [q.evidence, earlier.topic])))
+                              "\n".join(filter(None, [q.evidence, earlier.topic])), role=q.role, claims=q.claims)
     run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules, hidden)
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []
