@@ -49,10 +49,11 @@ def check_exposure(settings: Settings) -> None:
                 "(NL2SQL_AUTH__ENABLED=true) or listen on 127.0.0.1"
             )
         return
-    if not settings.store.dsn:
+    if not settings.store.dsn and settings.auth.oidc is None:
         raise ConfigError("auth.enabled (on by default) needs store.dsn: API keys live in the store database. "
                           "Set store.dsn (NL2SQL_STORE__DSN), or for local use on 127.0.0.1 turn auth off "
-                          "(auth.enabled = false) or run `nl2sql-gateway serve --dsn postgresql://...`")
+                          "(auth.enabled = false) or run `nl2sql-gateway serve --dsn postgresql://...`; with "
+                          "[auth.oidc] alone, end users' tokens need no store")
 
 
 @dataclass(slots=True)

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import asyncpg
 
-SETTING_PREFIX = "nl2sql."
+from gateway.execute.claims import PREFIX as SETTING_PREFIX
+from gateway.execute.claims import check_claims
 
 # One round trip for every value, each bound as a parameter (never spliced into the text).
 SET_CLAIMS_SQL = ("SELECT count(set_config($1 || c.name, c.value, true)) "
@@ -35,9 +36,11 @@ def set_role_sql(role: str) -> str:
 async def enter(conn: asyncpg.Connection, role: str | None, claims: Sequence[tuple[str, str]]) -> None:
     """Act as ``role`` (None: the connection's own) with ``claims`` set, until the transaction ends.
 
-    Must run inside a transaction (``SET LOCAL`` and ``set_config(..., true)`` are transaction-local).
+    Must run inside a transaction (``SET LOCAL`` and ``set_config(..., true)`` are transaction-local). Names
+    and values are held to the rules the execution path applies (``row_policy_claim_invalid`` otherwise).
     """
     if claims:
+        check_claims(claims)
         await conn.fetchval(SET_CLAIMS_SQL, SETTING_PREFIX, [n for n, _ in claims], [v for _, v in claims])
     if role:
         await conn.execute(set_role_sql(role))

@@ -11,7 +11,7 @@ import pytest
 
 from gateway.api.app import create_app
 from gateway.auth import check_exposure, is_loopback
-from gateway.settings import AuthSettings, ConfigError, DatabaseSettings, ServerSettings, Settings
+from gateway.settings import AuthSettings, ConfigError, DatabaseSettings, OidcSettings, ServerSettings, Settings
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "LOCALHOST"])
@@ -45,6 +45,12 @@ def test_no_auth_beyond_loopback_is_refused_and_names_the_settings() -> None:
 def test_auth_without_a_store_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"store\.dsn"):
         check_exposure(settings("127.0.0.1", enabled=True))
+
+
+def test_end_user_tokens_alone_need_no_store() -> None:
+    only_tokens = settings("0.0.0.0", enabled=True)
+    only_tokens.auth.oidc = OidcSettings(issuer="https://idp.example", audience="nl2sql-gateway")
+    check_exposure(only_tokens)  # keys cannot be used (no store), tokens can
 
 
 async def test_the_app_refuses_to_start_beyond_loopback_without_auth(demo_dsn: str) -> None:
