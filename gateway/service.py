@@ -104,6 +104,7 @@ class Gateway:
         targets = await Targets.open(settings)
         stack.push_async_callback(targets.close)
         state = GatewayState(settings=settings, targets=targets)
+        stack.push_async_callback(state.schemas.close)  # schema refreshes in flight end before their pools
         state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store

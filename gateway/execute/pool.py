@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import asyncpg
 
-from gateway import errors, masking
+from gateway import deadline, errors, masking
 from gateway.execute import statements, values
 from gateway.execute.budget import ResultBudget
 from gateway.observability.logging import get_logger
@@ -127,6 +127,16 @@ class Target:
         """``error`` with hidden names masked: where a database error becomes a gateway error."""
         return masking.mask_error(error, self.hidden_names())
     results: ResultBudget = field(default_factory=ResultBudget)  # shared by all targets of a process
+
+    def client_timeout_s(self) -> float:
+        """The client-side bound on one of the gateway's own queries here (introspection, samples, value
+        matching, privilege reports): the connection wait plus the statement_timeout plus a grace, capped by
+        the request's deadline. ``statement_timeout`` cannot fire on a server that stopped answering (a
+        network cut, a frozen host); this can."""
+        limits = self.settings.limits
+        own = limits.acquire_timeout_s + limits.statement_timeout_ms / 1000 + deadline.NET_GRACE_S
+        left = deadline.remaining()
+        return own if left is None else min(own, max(left, 0.0) + deadline.NET_GRACE_S)
 
     async def ping(self, timeout: float) -> str:
         """'ok' when the database answers ``SELECT 1`` within ``timeout`` seconds, else why not."""

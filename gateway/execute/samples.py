@@ -6,6 +6,7 @@ still runs in a READ ONLY transaction with the target's statement timeout, like 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -41,7 +42,8 @@ def quote_ident(name: str) -> str:
 async def _read_only(target: Target) -> AsyncIterator[asyncpg.Connection]:
     limits = target.settings.limits
     try:
-        async with target.pool.acquire(timeout=limits.acquire_timeout_s) as conn, conn.transaction(readonly=True):
+        async with asyncio.timeout(target.client_timeout_s()), \
+                target.pool.acquire(timeout=limits.acquire_timeout_s) as conn, conn.transaction(readonly=True):
             await conn.execute(f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}")
             yield conn
     except faults.FAULTS as exc:
