@@ -134,7 +134,8 @@ class GatewayMiddleware:
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status, started_response, event_stream
-            if message["type"] == "http.response.body" and not message.get("more_body", False) and hard:
+            if (message["type"] == "http.response.body" and not message.get("more_body", False)
+                    and hard is not None and not hard.expired()):
                 hard.reschedule(None)  # the answer is out: background work has bounds of its own
             if message["type"] == "http.response.start":
                 status = message["status"]

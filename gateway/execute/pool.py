@@ -41,6 +41,9 @@ DISCARD SEQUENCES;
 # the session reset plus DEALLOCATE ALL, which leaves the connection holding nobody's statements.
 RESET_SQL = statements.DEALLOCATE + SESSION_RESET_SQL
 
+# How long closing a pool may wait for its connections before they are terminated instead.
+POOL_CLOSE_TIMEOUT_S = 5.0
+
 
 # Types decoded by the gateway's own functions so that every value becomes JSON (gateway.execute.values):
 # (type, wire format, encoder, decoder).
@@ -171,9 +174,12 @@ class Targets:
     async def close(self) -> None:
         for target in self.by_name.values():
             try:
-                await target.pool.close()
+                # A graceful close waits for each connection's goodbye: bounded, as a server that stopped
+                # answering would hold the shutdown (a drain, a CLI command) as long as it stays stopped.
+                async with asyncio.timeout(POOL_CLOSE_TIMEOUT_S):
+                    await target.pool.close()
             except Exception as exc:  # noqa: BLE001 - closing must go on for the other pools
-                log.warning("pool_close_failed", database=target.name, error=str(exc))
+                log.warning("pool_close_failed", database=target.name, error=repr(exc))
                 target.pool.terminate()
 
     def get(self, name: str) -> Target | None:
