@@ -11,7 +11,10 @@ much as the rest of the app, and a gateway nobody reaches over MCP should not st
 
 Stateless: every POST is served by a fresh transport, so replicas behind a load balancer need no sticky
 sessions and nothing of one request (or one key) survives into the next. Progress notifications of a
-tool call travel on that call's own SSE response.
+tool call travel on that call's own SSE response. ``GET /mcp`` (a stream for server-initiated messages,
+which this server never sends) answers 405, so no idle stream holds an in-flight slot. A tool call runs
+under its HTTP request's deadline (:attr:`gateway.mcp.server.Caller.deadline`), which the SDK's own task
+would not otherwise see.
 
 Without access control (on loopback only, see :func:`gateway.auth.check_exposure`) the endpoint also checks
 ``Host`` and ``Origin`` against loopback names (as the gateway's middleware does for every route then): a web
