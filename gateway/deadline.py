@@ -5,6 +5,14 @@ query's ``statement_timeout``, LLM calls and their retries) reads what is left w
 caps its own timeout with it, so that no stage outlives the request. Code running outside a request (the
 CLI, MAGIC's scheduler) sees no deadline and keeps its own timeouts.
 
+The cooperative checks are the first layer; behind them each entry point enforces the deadline (the HTTP
+middleware, an MCP tool call, a CLI operation): it cancels what is still running :data:`HARD_GRACE_S` after
+the deadline and answers ``deadline_exceeded``. The layers inside answer a little earlier, so that the one
+that knows what was slow speaks: a query's client-side guard :data:`NET_GRACE_S` after the deadline (the
+server's own ``statement_timeout`` ends at the deadline), an MCP tool call at :data:`HANDLER_GRACE_S`.
+What runs after a cancellation (returning a connection) is bounded by :data:`CLEANUP_S`, so a request ends
+within ``HARD_GRACE_S + CLEANUP_S`` of its deadline even when the database stopped answering altogether.
+
 A context variable rather than an argument: the deadline crosses every layer (API, ask loop, execute, LLM)
 and each layer only needs to read it; threading it through every signature would touch them all for one
 float. Reading it costs one ``ContextVar.get`` and one clock read.
@@ -31,11 +39,23 @@ _DEADLINE: ContextVar[float | None] = ContextVar("nl2sql_deadline", default=None
 
 # Below this much time left no database or LLM round trip can succeed: fail fast instead of trying.
 MIN_LEFT_S = 0.05
+# How long past the deadline each layer waits before it gives up on what runs inside it (module docstring).
+NET_GRACE_S = 0.15
+HANDLER_GRACE_S = 0.25
+HARD_GRACE_S = 0.3
+# The most a cancelled request spends cleaning up (a connection whose server stopped answering is closed).
+CLEANUP_S = 0.1
 
 
 def start(timeout_s: float) -> Token[float | None]:
     """Set the deadline ``timeout_s`` from now (the middleware does, per request)."""
     return _DEADLINE.set(time.monotonic() + timeout_s)
+
+
+def start_at(instant: float | None) -> Token[float | None]:
+    """Set the deadline to ``instant`` (a ``time.monotonic()`` value; None: no deadline), e.g. one carried
+    into a task that does not inherit the request's context (the MCP SDK runs tool calls in its own)."""
+    return _DEADLINE.set(instant)
 
 
 def reset(token: Token[float | None]) -> None:

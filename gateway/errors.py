@@ -154,6 +154,12 @@ class TokenBudgetExceeded(GatewayError):
     code, status, title, retry_after = "token_budget_exceeded", 429, "Daily LLM token budget spent", 60
 
 
+class TooManyInFlight(TooManyRequests):
+    """One key (end user, or address without a key) has backpressure.max_in_flight_per_key requests in flight."""
+
+    code, title = "too_many_in_flight", "Too many requests in flight for this client"
+
+
 class DatabaseUnavailable(GatewayError):
     code, status, title, retry_after = "database_unavailable", 503, "Database unavailable", 2
 

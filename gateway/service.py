@@ -108,6 +108,7 @@ class Gateway:
         targets = await Targets.open(settings)
         stack.push_async_callback(targets.close)
         state = GatewayState(settings=settings, targets=targets)
+        stack.push_async_callback(state.schemas.close)  # schema refreshes in flight end before their pools
         # DBA rules, reloaded when their files change; the last good set of each is saved for the next start
         state.rules = RulesRegistry(settings.rules_dir, modes={n: d.rules for n, d in settings.databases.items()},
                                     state_dir=settings.rules_state_dir or default_state_dir(settings.rules_dir))

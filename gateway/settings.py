@@ -285,6 +285,10 @@ class BackpressureSettings(BaseModel):
 
     max_in_flight: int = Field(default=256, ge=1, description="Requests served at once by one replica "
                                "(health and metrics excluded); more answer 503 overloaded at once.")
+    max_in_flight_per_key: int = Field(default=128, ge=0, description="Requests one API key (one end user "
+                                       "with OIDC, one client address without a key) may have served at once "
+                                       "by one replica; more answer 429 too_many_in_flight at once, so one "
+                                       "client cannot take every max_in_flight slot. 0 turns it off.")
     rate_per_s: float = Field(default=0.0, ge=0, description="Requests per second per API key (per client "
                               "address when auth is off), sustained; 0 turns rate limiting off.")
     burst: int = Field(default=20, ge=1, description="Requests per key allowed at once above rate_per_s.")
@@ -345,6 +349,11 @@ class ContextSettings(BaseModel):
 
     schema_ttl_s: float = Field(default=300.0, gt=0, description="Seconds an introspected schema (and its "
                                 "sample values) is reused before it is read again.")
+    refresh_timeout_s: float = Field(default=15.0, gt=0, description="Longest a schema refresh (introspection "
+                                     "and sample values) may take; beyond it the refresh fails and the last "
+                                     "snapshot keeps serving.")
+    stale_wait_s: float = Field(default=1.0, ge=0, description="Longest a question waits for a schema refresh "
+                                "when an older snapshot exists; beyond it the question uses the older one.")
     token_budget: int = Field(default=4000, ge=200, description="Most tokens (about 4 characters each) of "
                               "schema text in a prompt; larger schemas are pruned to the question's tables.")
     sample_values: int = Field(default=6, ge=0, le=50, description="Sample values shown per low-cardinality "

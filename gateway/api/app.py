@@ -139,6 +139,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.fast_routes = FastRoutes()
     app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes,
                        max_in_flight=settings.backpressure.max_in_flight,
+                       max_in_flight_per_key=settings.backpressure.max_in_flight_per_key,
                        request_timeout_s=settings.server.request_timeout_s,
                        body_timeout_s=settings.server.body_timeout_s, drain=app.state.drain,
                        authenticator=lambda: getattr(getattr(app.state, "gateway", None), "auth", None),

@@ -12,7 +12,15 @@ Admission runs in this order, each step refusing with a problem before the next 
 4. the body, read whole within ``server.body_timeout_s`` (408 ``request_timeout``) and
    ``server.max_body_bytes`` (413);
 5. only then a slot among ``backpressure.max_in_flight`` (503 ``overloaded``), so a client that sends its
-   body one byte at a time, or no valid key, never holds a slot an authenticated client needs.
+   body one byte at a time, or no valid key, never holds a slot an authenticated client needs; and one of
+   its key's (its end user's, or its address's without a key) ``backpressure.max_in_flight_per_key`` slots
+   (429 ``too_many_in_flight``), so one client cannot take every slot.
+
+An admitted request runs under a hard timeout: ``server.request_timeout_s`` starts its deadline
+(:mod:`gateway.deadline`), which every stage reads; :data:`gateway.deadline.HARD_GRACE_S` after it, whatever
+still runs is cancelled and the request answers 504 ``deadline_exceeded`` (a server-sent-event stream that
+already started gets a last ``problem`` event instead). Work after the response is complete (background
+tasks, each with bounds of its own) is not cut short.
 
 The request line and headers are bounded before the app is called at all (:mod:`gateway.api.server`).
 An admitted request to a compiled route (:mod:`gateway.api.fastpath`: ``POST /v1/sql`` and the like) is
@@ -37,7 +45,7 @@ from gateway.api.console import is_console
 from gateway.api.fastpath import CompiledRoute, FastRoutes
 from gateway.api.problems import problem_response
 from gateway.auth.authenticator import is_loopback
-from gateway.backpressure import InFlight, Strangers
+from gateway.backpressure import InFlight, KeyInFlight, Strangers
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger, log_request
 
@@ -94,11 +102,13 @@ class GatewayMiddleware:
     def __init__(self, app: ASGIApp, max_body_bytes: int, max_in_flight: int = 1_000_000,
                  request_timeout_s: float | None = None, body_timeout_s: float = 30.0,
                  drain: Drain | None = None, authenticator: Callable[[], Authenticator | None] | None = None,
-                 strangers: Strangers | None = None, fast: FastRoutes | None = None) -> None:
+                 strangers: Strangers | None = None, fast: FastRoutes | None = None,
+                 max_in_flight_per_key: int = 0) -> None:
         self.app = app
         self.fast = fast or FastRoutes()  # compiled routes (gateway.api.fastpath)
         self.max_body_bytes = max_body_bytes
         self.in_flight = InFlight(max_in_flight)
+        self.per_key = KeyInFlight(max_in_flight_per_key)
         self.request_timeout_s = request_timeout_s
         self.body_timeout_s = body_timeout_s
         self.drain = drain or Drain()
@@ -127,12 +137,19 @@ class GatewayMiddleware:
         status = 500
         close = False  # ask the server to close the connection after this answer
         started_response = False
+        event_stream = False
+        hard: asyncio.Timeout | None = None  # the hard timeout, once the request is admitted
 
         async def send_wrapper(message: Message) -> None:
-            nonlocal status, started_response
+            nonlocal status, started_response, event_stream
+            if (message["type"] == "http.response.body" and not message.get("more_body", False)
+                    and hard is not None and not hard.expired()):
+                hard.reschedule(None)  # the answer is out: background work has bounds of its own
             if message["type"] == "http.response.start":
                 status = message["status"]
                 started_response = True
+                event_stream = any(k.lower() == b"content-type" and v.startswith(b"text/event-stream")
+                                   for k, v in message.get("headers", []))
                 extra = [(b"x-request-id", request_id.encode())]
                 if correlation_id is not None:
                     extra.append((b"x-correlation-id", correlation_id.encode()))
@@ -180,19 +197,49 @@ class GatewayMiddleware:
             await problem_response(self.in_flight.overloaded(), request_id)(scope, receive, send_wrapper)
             _observe(scope, status, started)
             return
+        owner = self.per_key.key_of(scope)
+        if not self.per_key.enter(owner):
+            self.in_flight.leave()
+            await problem_response(self.per_key.refused(owner), request_id)(scope, receive, send_wrapper)
+            _observe(scope, status, started)
+            return
         token = deadline.start(self.request_timeout_s) if self.request_timeout_s else None
+        at = deadline.at() if token is not None else None
+        scope["state"]["deadline"] = at  # for work that runs outside this context (MCP tool calls)
         try:
-            compiled = self.fast.lookup(scope) if headers.get(b"content-type") == _JSON else None
-            if compiled is not None and len(headers) == len(scope["headers"]):  # no repeated header to misread
-                await call_app(_replay(body, receive), compiled, body)
-            else:
-                await call_app(_replay(body, receive))
-                self.fast.learn(scope)
+            async with asyncio.timeout_at(None if at is None else at + deadline.HARD_GRACE_S) as hard:
+                compiled = self.fast.lookup(scope) if headers.get(b"content-type") == _JSON else None
+                if compiled is not None and len(headers) == len(scope["headers"]):  # no repeated header
+                    await call_app(_replay(body, receive), compiled, body)
+                else:
+                    await call_app(_replay(body, receive))
+                    self.fast.learn(scope)
+        except TimeoutError:
+            if hard is None or not hard.expired():
+                raise
+            await self._too_late(scope, receive, send_wrapper, request_id, started_response, event_stream)
         finally:
             if token is not None:
                 deadline.reset(token)
+            self.per_key.leave(owner)
             self.in_flight.leave()
             _observe(scope, status, started)
+
+    async def _too_late(self, scope: Scope, receive: Receive, send: Send, request_id: str,
+                        started_response: bool, event_stream: bool) -> None:
+        """The answer when the hard timeout cancelled the handler: a 504 problem, or a last ``problem``
+        event on a stream that started; any other started answer can only be cut (the connection closes)."""
+        metrics.REJECTED.labels("deadline").inc()
+        log.warning("request_deadline_exceeded", path=scope["path"], timeout_s=self.request_timeout_s)
+        error = deadline.exceeded("the request")
+        if not started_response:
+            await problem_response(error, request_id)(scope, receive, send)
+            return
+        if not event_stream:
+            raise RuntimeError("the request's deadline passed in the middle of its answer")
+        # The problem body is one line of JSON: one data line, as the stream's own problem events.
+        event = b"event: problem\ndata: " + bytes(problem_response(error, request_id).body) + b"\n\n"
+        await send({"type": "http.response.body", "body": event, "more_body": False})
 
     async def _admit(self, scope: Scope, receive: Receive, headers: dict[bytes, bytes]) -> bytes:
         """Steps 1-4 of the module docstring; the request's whole body, or :class:`_Refused`."""

@@ -3,6 +3,13 @@
 One refresh at a time per database (concurrent questions wait for it instead of each introspecting); when a
 refresh fails and an older snapshot exists, the older one keeps serving and the failure is logged.
 
+Every wait is bounded, so that a database that stops answering (a network cut, a frozen host, where no
+``statement_timeout`` can fire) cannot hold questions: the refresh runs in a task of its own, outside any
+request's deadline and cancellation, within ``context.refresh_timeout_s``; a question waits for it at most
+``context.stale_wait_s`` when a stale snapshot exists (then answers from that one: ``schema_stale`` in the
+log, ``nl2sql_schema_stale_total``), and without any snapshot at most until its own deadline (then 503
+``database_unavailable``).
+
 Callers with a Postgres role or row-policy values (claims) get a view of the snapshot cut to what they may
 read (gateway.context.scope), cached per (database, role, claims) in a least-recently-used map of at most
 ``context.scoped_views_max`` entries. A view lives as long as the snapshot it was cut from: a refresh (every
@@ -13,15 +20,18 @@ Callers with neither share the snapshot itself, as before.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.execute import Target
 from gateway.execute import samples as sample_queries
 from gateway.execute.introspect import Schema, TableInfo, introspect
+from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.rules.model import RuleSet
 from gateway.settings import ContextSettings
@@ -68,7 +78,7 @@ class SchemaCache:
     def __init__(self, settings: ContextSettings) -> None:
         self.settings = settings
         self._snapshots: dict[str, SchemaSnapshot] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._refreshes: dict[str, asyncio.Task[SchemaSnapshot]] = {}  # one refresh in flight per database
         # (database, role, claims) -> the caller's view, least recently used first
         self._views: OrderedDict[ViewKey, SchemaSnapshot] = OrderedDict()
         self._building: dict[ViewKey, asyncio.Future[SchemaSnapshot]] = {}
@@ -130,26 +140,87 @@ class SchemaCache:
                  seconds=round(time.perf_counter() - started, 3))
         return view
 
+    async def close(self) -> None:
+        """Cancel the refreshes still running (the gateway is closing; their pools go next)."""
+        tasks = list(self._refreshes.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def age_out(self, database: str) -> None:
+        """Make ``database``'s snapshot stale (still served while a refresh cannot finish), as a TTL would."""
+        snapshot = self._snapshots.get(database)
+        if snapshot is not None:
+            snapshot.loaded_at = time.monotonic() - self.settings.schema_ttl_s
+
     async def get(self, target: Target, rules: RuleSet) -> SchemaSnapshot:
-        """A snapshot no older than ``schema_ttl_s`` (or the last good one when a refresh fails)."""
+        """A snapshot no older than ``schema_ttl_s``; the stale one when a refresh fails or cannot finish
+        within ``stale_wait_s``; ``database_unavailable`` when there is none and none could be read in time."""
         current = self._snapshots.get(target.name)
         if current is not None and not self._stale(current):
             return current
-        lock = self._locks.setdefault(target.name, asyncio.Lock())
-        async with lock:
-            current = self._snapshots.get(target.name)
-            if current is not None and not self._stale(current):
-                return current  # another question refreshed it while we waited
-            try:
+        refresh = self._refreshes.get(target.name)
+        if refresh is None:
+            refresh = self._start(target, rules)
+        wait = request_deadline.remaining()
+        if current is not None:
+            wait = self.settings.stale_wait_s if wait is None else min(wait, self.settings.stale_wait_s)
+        try:
+            # shield: a question that stops waiting (its deadline, its client gone) leaves the refresh running
+            # for the next question; the refresh has its own bound.
+            async with asyncio.timeout(None if wait is None else max(wait, 0.0)):
+                return await asyncio.shield(refresh)
+        except TimeoutError:
+            if current is not None:
+                return self._stale_served(target.name, current, "refresh_slow")
+            raise errors.DatabaseUnavailable(
+                f"the schema of {target.name!r} could not be read in time (the database does not answer); "
+                "retry shortly", database=target.name) from None
+        except Exception as exc:
+            if current is None:
+                raise
+            return self._stale_served(target.name, current, "refresh_failed", exc)
+
+    def _start(self, target: Target, rules: RuleSet) -> asyncio.Task[SchemaSnapshot]:
+        # A context of its own without the request's deadline: the refresh serves every later question too.
+        context = contextvars.copy_context()
+        context.run(request_deadline.start_at, None)
+        task = asyncio.create_task(self._refresh(target, rules), name=f"schema-refresh-{target.name}",
+                                   context=context)
+        self._refreshes[target.name] = task
+        task.add_done_callback(lambda done: self._finished(target.name, done))
+        return task
+
+    async def _refresh(self, target: Target, rules: RuleSet) -> SchemaSnapshot:
+        try:
+            async with asyncio.timeout(self.settings.refresh_timeout_s):
                 fresh = await self._load(target, rules)
-            except Exception as exc:
-                if current is None:
-                    raise
-                log.warning("schema_refresh_failed", database=target.name, error=f"{type(exc).__name__}: {exc}")
+        except TimeoutError:
+            raise errors.DatabaseUnavailable(
+                f"reading the schema of {target.name!r} took longer than {self.settings.refresh_timeout_s:g} s "
+                "(context.refresh_timeout_s)", database=target.name) from None
+        self._snapshots[target.name] = fresh
+        return fresh
+
+    def _finished(self, database: str, task: asyncio.Task[SchemaSnapshot]) -> None:
+        if self._refreshes.get(database) is task:
+            del self._refreshes[database]
+        if task.cancelled():
+            return
+        exc = task.exception()  # retrieved here, so a failure nobody waited for is not reported as lost
+        if exc is not None:
+            log.warning("schema_refresh_failed", database=database, error=f"{type(exc).__name__}: {exc}")
+            current = self._snapshots.get(database)
+            if current is not None:
                 current.loaded_at = time.monotonic()  # retry after another TTL, not on every question
-                return current
-            self._snapshots[target.name] = fresh
-            return fresh
+
+    def _stale_served(self, database: str, snapshot: SchemaSnapshot, reason: str,
+                      exc: BaseException | None = None) -> SchemaSnapshot:
+        metrics.SCHEMA_STALE.labels(database, reason).inc()
+        log.warning("schema_stale", database=database, reason=reason,
+                    age_s=round(time.monotonic() - snapshot.loaded_at, 1),
+                    **({"error": f"{type(exc).__name__}: {exc}"} if exc is not None else {}))
+        return snapshot
 
     def _stale(self, snapshot: SchemaSnapshot) -> bool:
         return time.monotonic() - snapshot.loaded_at >= self.settings.schema_ttl_s

@@ -6,6 +6,7 @@ Only relations and columns the connecting role may SELECT are listed (column pri
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -111,7 +112,10 @@ async def introspect(target: Target, *, everything: bool = False) -> Schema:
     hides, which a least-privilege role cannot read; the catalogs list them to any role).
     """
     try:
-        async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
+        # Three catalog queries on one connection: bounded on the client, as statement_timeout cannot end a
+        # wait on a server that stopped answering.
+        async with asyncio.timeout(target.client_timeout_s()), \
+                target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
             return await introspect_connection(conn, target.name, everything=everything)
     except faults.FAULTS as exc:
         fault = faults.classify(exc)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import asyncpg
 
-from gateway import errors, masking
+from gateway import deadline, errors, masking
 from gateway.execute import statements, values
 from gateway.execute.budget import ResultBudget
 from gateway.observability.logging import get_logger
@@ -40,6 +40,9 @@ DISCARD SEQUENCES;
 # The full reset, for connections returned by anything but the run path (or when its reset failed):
 # the session reset plus DEALLOCATE ALL, which leaves the connection holding nobody's statements.
 RESET_SQL = statements.DEALLOCATE + SESSION_RESET_SQL
+
+# How long closing a pool may wait for its connections before they are terminated instead.
+POOL_CLOSE_TIMEOUT_S = 5.0
 
 
 # Types decoded by the gateway's own functions so that every value becomes JSON (gateway.execute.values):
@@ -128,6 +131,16 @@ class Target:
         return masking.mask_error(error, self.hidden_names())
     results: ResultBudget = field(default_factory=ResultBudget)  # shared by all targets of a process
 
+    def client_timeout_s(self) -> float:
+        """The client-side bound on one of the gateway's own queries here (introspection, samples, value
+        matching, privilege reports): the connection wait plus the statement_timeout plus a grace, capped by
+        the request's deadline. ``statement_timeout`` cannot fire on a server that stopped answering (a
+        network cut, a frozen host); this can."""
+        limits = self.settings.limits
+        own = limits.acquire_timeout_s + limits.statement_timeout_ms / 1000 + deadline.NET_GRACE_S
+        left = deadline.remaining()
+        return own if left is None else min(own, max(left, 0.0) + deadline.NET_GRACE_S)
+
     async def ping(self, timeout: float) -> str:
         """'ok' when the database answers ``SELECT 1`` within ``timeout`` seconds, else why not."""
         try:
@@ -161,9 +174,12 @@ class Targets:
     async def close(self) -> None:
         for target in self.by_name.values():
             try:
-                await target.pool.close()
+                # A graceful close waits for each connection's goodbye: bounded, as a server that stopped
+                # answering would hold the shutdown (a drain, a CLI command) as long as it stays stopped.
+                async with asyncio.timeout(POOL_CLOSE_TIMEOUT_S):
+                    await target.pool.close()
             except Exception as exc:  # noqa: BLE001 - closing must go on for the other pools
-                log.warning("pool_close_failed", database=target.name, error=str(exc))
+                log.warning("pool_close_failed", database=target.name, error=repr(exc))
                 target.pool.terminate()
 
     def get(self, name: str) -> Target | None:

@@ -8,6 +8,7 @@ own connection can ask about a key's mapped role too.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -87,7 +88,8 @@ async def role_facts(conn: asyncpg.Connection, database: str, role: str | None =
 async def target_role_facts(target: Target, roles: list[str | None]) -> list[RoleFacts]:
     """Facts for each role on ``target`` (None: the role the pool connects as); DatabaseUnavailable if down."""
     try:
-        async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
+        async with asyncio.timeout(target.client_timeout_s() * max(1, len(roles))), \
+                target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
             async with conn.transaction(readonly=True):
                 return [await role_facts(conn, target.name, role) for role in roles]
     except faults.FAULTS as exc:

@@ -9,6 +9,7 @@ from another owner's reads or a per-role user mapping.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import asyncpg
@@ -47,7 +48,9 @@ async def readable(target: Target, role: str | None) -> Readable:
     Raises ``unknown_pg_role`` when no such role exists, ``database_unavailable`` when the database is down.
     """
     try:
-        async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
+        # Bounded on the client side too: a frozen server answers no statement_timeout.
+        async with asyncio.timeout(target.client_timeout_s()), \
+                target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
             rows = await conn.fetch(READABLE_SQL, role)
     except asyncpg.UndefinedObjectError as exc:  # has_column_privilege: role "..." does not exist
         raise errors.UnknownPgRole(

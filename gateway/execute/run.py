@@ -56,9 +56,9 @@ class QueryResult:
         return len(self.rows)
 
 
-# How long past the deadline the client waits for a server that stopped answering (a network cut), on top
-# of the statement_timeout that ends a slow query on the server.
-NET_GRACE_S = 0.5
+# How long past the deadline the client waits for a server that stopped answering (a network cut, a frozen
+# server), on top of the statement_timeout that ends a slow query on the server at the deadline.
+NET_GRACE_S = request_deadline.NET_GRACE_S
 # How long returning a connection may take (waiting for a cancelled query's cancel, then the reset) before
 # the pool closes it instead.
 RELEASE_TIMEOUT_S = 2.0
@@ -238,7 +238,9 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
                                         database=target.name) from exc
             raise target.mask_error(_query_error(target.name, exc, by_deadline=budget.by_deadline)) from exc
         finally:
-            if _cancelling():  # the client left: asyncpg is sending the server a cancel; let it land first
+            if _abandoned(conn, target):
+                pass  # closed: nothing to roll back
+            elif _cancelling():  # the client left: asyncpg is sending the server a cancel; let it land first
                 await _cancel_landed(conn)
             if not conn.is_closed():
                 await _end(conn, target, session, partition)
@@ -301,17 +303,22 @@ async def _end(conn: asyncpg.Connection, target: Target, session: statements.Ses
     deallocates everything. On failure the connection is closed: the pool opens a fresh one."""
     keep = partition is not None and session.partition == partition and not session.unsure
     try:
-        if keep:
-            await conn.execute("ROLLBACK;\n" + SESSION_RESET_SQL)
-        else:
-            session.forget()
-            session.unsure = True
-            await conn.execute("ROLLBACK;\n" + RESET_SQL)
-            statements.cleared(session)
-        session.reset_done = True
+        async with asyncio.timeout(RELEASE_TIMEOUT_S):  # a server that stops answering now cannot hold us
+            await _end_session(conn, session, keep)
     except Exception as exc:  # noqa: BLE001 - the pool discards a closed connection
         log.info("rollback_failed", database=target.name, error=repr(exc))
         conn.terminate()
+
+
+async def _end_session(conn: asyncpg.Connection, session: statements.Session, keep: bool) -> None:
+    if keep:
+        await conn.execute("ROLLBACK;\n" + SESSION_RESET_SQL)
+    else:
+        session.forget()
+        session.unsure = True
+        await conn.execute("ROLLBACK;\n" + RESET_SQL)
+        statements.cleared(session)
+    session.reset_done = True
 
 
 @asynccontextmanager
@@ -334,11 +341,28 @@ async def _acquire(target: Target, timeout: float) -> AsyncIterator[asyncpg.Conn
     try:
         yield conn
     finally:
+        _abandoned(conn, target)
         try:
             await target.pool.release(conn, timeout=RELEASE_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - never raised over the answer or the original error
             log.warning("connection_release_failed", database=target.name, error=repr(exc))
             conn.terminate()
+
+
+def _abandoned(conn: asyncpg.Connection, target: Target) -> bool:
+    """Close ``conn`` at once when the request was cancelled past its deadline (True then).
+
+    The server's own statement_timeout ends the statement at the deadline; a cancellation after it (the
+    query's client-side guard, the request's hard timeout) means the server did not answer in time: it is
+    frozen or cut off, and a cancel request, a ROLLBACK or the pool's reset would wait on it as long. Closing
+    the socket costs the pool one connection, and the request ends now (:data:`request_deadline.CLEANUP_S`).
+    """
+    left = request_deadline.remaining()
+    if conn.is_closed() or not _cancelling() or left is None or left > 0:
+        return conn.is_closed()
+    log.info("connection_abandoned", database=target.name, past_deadline_s=round(-left, 3))
+    conn.terminate()
+    return True
 
 
 def _cancelling() -> bool:

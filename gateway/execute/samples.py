@@ -6,6 +6,7 @@ still runs in a READ ONLY transaction with the target's statement timeout, like 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -43,7 +44,8 @@ async def _read_only(target: Target, role: str | None = None,
     (gateway.execute.scope): the caller's GRANTs and row-level security then decide what the read returns."""
     limits = target.settings.limits
     try:
-        async with target.pool.acquire(timeout=limits.acquire_timeout_s) as conn, conn.transaction(readonly=True):
+        async with asyncio.timeout(target.client_timeout_s()), \
+                target.pool.acquire(timeout=limits.acquire_timeout_s) as conn, conn.transaction(readonly=True):
             await conn.execute(f"SET LOCAL statement_timeout = {int(limits.statement_timeout_ms)}")
             await scope.enter(conn, role, claims)
             yield conn

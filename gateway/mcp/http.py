@@ -11,7 +11,10 @@ much as the rest of the app, and a gateway nobody reaches over MCP should not st
 
 Stateless: every POST is served by a fresh transport, so replicas behind a load balancer need no sticky
 sessions and nothing of one request (or one key) survives into the next. Progress notifications of a
-tool call travel on that call's own SSE response.
+tool call travel on that call's own SSE response. ``GET /mcp`` (a stream for server-initiated messages,
+which this server never sends) answers 405, so no idle stream holds an in-flight slot. A tool call runs
+under its HTTP request's deadline (:attr:`gateway.mcp.server.Caller.deadline`), which the SDK's own task
+would not otherwise see.
 
 Without access control (on loopback only, see :func:`gateway.auth.check_exposure`) the endpoint also checks
 ``Host`` and ``Origin`` against loopback names (as the gateway's middleware does for every route then): a web
@@ -42,7 +45,8 @@ if TYPE_CHECKING:
     from gateway.mcp.server import Caller
 
 PATH = "/mcp"
-METHODS = ["GET", "POST", "DELETE"]
+METHODS = ["GET", "POST", "DELETE"]  # GET answers 405 itself, with the problem body the gateway sends
+ALLOW = "POST, DELETE"
 LOOPBACK_HOSTS = ["127.0.0.1", "127.0.0.1:*", "localhost", "localhost:*", "[::1]", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
@@ -56,7 +60,8 @@ async def caller_of(ctx: ServerRequestContext[Any, Any] | None) -> Caller:
     if not isinstance(principal, Principal):  # fail closed: never serve a request nobody authenticated
         raise errors.Unauthorized("the MCP request carries no authenticated caller")
     gateway: Gateway = request.app.state.service  # type: ignore[union-attr]
-    return Caller(gateway, principal, request.state.request_id)  # type: ignore[union-attr]
+    state = request.state  # type: ignore[union-attr]
+    return Caller(gateway, principal, state.request_id, getattr(state, "deadline", None))
 
 
 class McpEndpoint:
@@ -125,6 +130,16 @@ class McpEndpoint:
         # FastAPI records only its own routes in the scope; the request metrics and log line read it.
         scope["route"] = self.route
         state = scope.setdefault("state", {})
+        if scope["method"] == "GET":
+            # GET opens a stream for server-initiated messages, which this server never sends (stateless, no
+            # sessions): the spec lets a server answer 405 instead. An idle stream would hold an in-flight
+            # slot for as long as its client keeps the socket open.
+            refused = errors.MethodNotAllowed("GET /mcp opens no stream here: this server sends no messages of "
+                                              "its own; POST requests, their answers stream on the POST",
+                                              allow=ALLOW)
+            refused.headers = {"Allow": ALLOW}  # type: ignore[misc]
+            await problem_response(refused, state.get("request_id"))(scope, receive, send)
+            return
         app = scope["app"]
         try:
             state["principal"] = await self._authorize(app, scope, state)

@@ -8,10 +8,12 @@ one key did on a connection carries over to another.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from mcp import types
@@ -20,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from gateway import __version__, errors
+from gateway import deadline as request_deadline
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.access import required_role
 from gateway.mcp import results
@@ -46,6 +49,9 @@ class Caller:
     gateway: Gateway
     principal: Principal
     request_id: str
+    # The HTTP request's deadline (a time.monotonic() instant): the SDK runs the call in a task of its own,
+    # which does not see the request's context. None over stdio: each call gets server.request_timeout_s.
+    deadline: float | None = None
 
 
 Resolve = Callable[[ServerRequestContext[Any, Any] | None], Awaitable[Caller]]
@@ -115,7 +121,7 @@ def build_server(resolve: Resolve) -> Server[Any]:
                 await ctx.session.report_progress(done, total, message)
 
             call = Call(caller.gateway, caller.principal, caller.request_id, progress)
-            result = await spec.handler(call, args)
+            result = await _within_deadline(caller, spec.handler(call, args), f"the tool {params.name!r}")
         except errors.GatewayError as exc:
             log.info("mcp_tool_error", tool=params.name, code=exc.code, key=caller.principal.key_id,
                      user=caller.principal.user)
@@ -143,7 +149,7 @@ def build_server(resolve: Resolve) -> Server[Any]:
         caller = await _resolved(resolve, ctx)
         uri = str(params.uri)
         try:
-            text, mime_type = await _read(caller, uri)
+            text, mime_type = await _within_deadline(caller, _read(caller, uri), f"reading {uri!r}")
         except errors.GatewayError as exc:
             # Resources have no isError result: the problem travels as the JSON-RPC error's data.
             raise _protocol_error(exc, caller.request_id) from None
@@ -153,6 +159,28 @@ def build_server(resolve: Resolve) -> Server[Any]:
     return Server("nl2sql-gateway", version=__version__, title="nl2sql-gateway", instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
                   on_read_resource=read_resource)
+
+
+T = TypeVar("T")
+
+
+async def _within_deadline(caller: Caller, work: Awaitable[T], what: str) -> T:
+    """``work`` under the request's deadline: cooperative inside (:mod:`gateway.deadline`), cancelled
+    ``HANDLER_GRACE_S`` after it (``deadline_exceeded``), a little before the HTTP layer's own hard
+    timeout, so that the tool's result says what happened."""
+    at = caller.deadline
+    if at is None:
+        at = time.monotonic() + caller.gateway.settings.server.request_timeout_s
+    token = request_deadline.start_at(at)
+    try:
+        async with asyncio.timeout_at(at + request_deadline.HANDLER_GRACE_S) as bound:
+            return await work
+    except TimeoutError:
+        if not bound.expired():
+            raise
+        raise request_deadline.exceeded(what) from None
+    finally:
+        request_deadline.reset(token)
 
 
 async def _resolved(resolve: Resolve, ctx: ServerRequestContext[Any, Any]) -> Caller:

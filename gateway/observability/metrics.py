@@ -122,6 +122,8 @@ LLM_SECONDS = Histogram("nl2sql_llm_seconds", "LLM call latency.", ["purpose"], 
 LLM_TOKENS = Counter("nl2sql_llm_tokens_total", "LLM tokens by purpose and kind.", ["purpose", "kind"])
 LLM_BREAKER_OPEN = Gauge("nl2sql_llm_breaker_open", "1 while the LLM circuit breaker is open.",
                          multiprocess_mode="livemax")
+SCHEMA_STALE = Counter("nl2sql_schema_stale_total", "Questions answered from a stale schema snapshot because its "
+                       "refresh failed or did not finish in time, by reason.", ["database", "reason"])
 
 IN_FLIGHT = Gauge("nl2sql_in_flight", "Requests being served now (health and metrics excluded).",
                   multiprocess_mode="livesum")

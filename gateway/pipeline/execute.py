@@ -1,8 +1,10 @@
 """Execute: run one checked attempt on its database, guarded (see :mod:`gateway.execute`).
 
-A database error becomes an ``exec_error`` finding for the next reflection; only an unavailable database
-raises, because no reflection can fix it. Postgres hints name similar columns ("Perhaps you meant
-customers.ssn"): hidden names are masked for the LLM and the client alike.
+A database error becomes an ``exec_error`` finding for the next reflection; what no reflection can fix
+raises instead and the question ends with that problem, never with a ``failed`` answer: an unavailable
+database, the request's deadline spent, no connection or result memory free in time. Postgres hints name
+similar columns ("Perhaps you meant customers.ssn"): hidden names are masked for the LLM and the client
+alike.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from gateway.findings import Finding
 from gateway.masking import mask
 from gateway.pipeline.validate import exec_error
 
+# Failures of the gateway's or the database's, not of the SQL: the question ends with their problem.
+INFRASTRUCTURE: tuple[type[errors.GatewayError], ...] = (
+    errors.DatabaseUnavailable, errors.RowPolicyClaimInvalid, errors.DeadlineExceeded, errors.Overloaded)
+
 
 async def execute(target: Target, sql: str, *, max_rows: int | None, role: str | None,
                   hidden: Sequence[str], claims: Sequence[tuple[str, str]] = (),
@@ -25,7 +31,7 @@ async def execute(target: Target, sql: str, *, max_rows: int | None, role: str |
     parameters of a rewritten ``sql`` (gateway.row_policy)."""
     try:
         return await run_query(target, sql, max_rows=max_rows, role=role, claims=claims, args=args)
-    except (errors.DatabaseUnavailable, errors.RowPolicyClaimInvalid):
+    except INFRASTRUCTURE:
         raise
     except errors.GatewayError as exc:
         extra = {**exc.extra, **{k: mask(str(exc.extra[k]), hidden) for k in ("message", "hint") if exc.extra.get(k)}}

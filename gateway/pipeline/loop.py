@@ -27,7 +27,7 @@ from gateway.observability.logging import get_logger
 from gateway.pipeline import token_budget
 from gateway.pipeline.candidates import OnCandidates, first_pass
 from gateway.pipeline.check import check
-from gateway.pipeline.execute import execute
+from gateway.pipeline.execute import INFRASTRUCTURE, execute
 from gateway.pipeline.generate import Drafted, generate, normalize_sql
 from gateway.pipeline.judge import judge
 from gateway.pipeline.question import NO_EARLIER, Earlier, Question
@@ -207,7 +207,15 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
             break
         if key is not None:
             seen.add(key)
-        attempt = await _evaluate(run, attempts[-1].n + 1, "reflection", drafted, began, guideline_applied=applied)
+        try:
+            attempt = await _evaluate(run, attempts[-1].n + 1, "reflection", drafted, began,
+                                      guideline_applied=applied)
+        except INFRASTRUCTURE as exc:
+            if not any(a.ran for a in history):
+                raise  # nothing ran: a failed answer would hide the outage; the problem says what happened
+            # An earlier attempt ran: answer with it rather than lose it to the deadline or an outage.
+            stop_reason = "time_budget" if isinstance(exc, errors.DeadlineExceeded) else exc.code
+            break
         await record(attempt)
 
     if all(a.sql is None for a in attempts):
