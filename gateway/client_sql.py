@@ -5,16 +5,18 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
 
-from gateway import errors, safety
+from gateway import errors, row_policy, safety
 from gateway.execute import QueryResult, Target, run_query
 from gateway.masking import hidden_names_of, mask, mask_fields
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.rules import RuleSet
 from gateway.settings import Limits
 
 log = get_logger(__name__)
@@ -22,7 +24,12 @@ log = get_logger(__name__)
 
 class Databases(Protocol):
     """What the client-SQL path needs of the configured databases (a :class:`~gateway.state.GatewayState`
-    is one): the target, the safety policy in force (settings plus rules) and the row cap in force."""
+    is one): the target, the safety policy in force (settings plus rules), the rules (row filters) and the row
+    cap in force."""
+
+    extras: dict[str, Any]
+
+    def ruleset(self, name: str) -> RuleSet: ...
 
     def target(self, name: str) -> Target: ...
 
@@ -82,30 +89,31 @@ def check_sql(databases: Databases, sql: str, database: str | None) -> safety.Ve
 
 
 async def run_client_sql(databases: Databases, database: str, sql: str, max_rows: int | None, *,
-                         role: str | None = None, principal: str | None = None) -> SqlOutcome:
+                         role: str | None = None, principal: str | None = None,
+                         claims: Sequence[tuple[str, str]] = ()) -> SqlOutcome:
     """Check ``sql`` and, if allowed, run it on ``database``; raises a GatewayError otherwise.
 
     ``role``: the Postgres role the caller's API key maps to, assumed for this query (``SET LOCAL ROLE``).
     ``principal``: the caller's :attr:`~gateway.auth.keys.Principal.partition`; the statement stays prepared
     on the connection for that principal only (gateway.execute.statements).
+    ``claims``: the caller's row-policy values: set as ``nl2sql.<name>`` for the database's RLS policies, and
+    bound into the rules' row filters (gateway.row_policy), whose rewritten text is what runs.
     """
     started = time.perf_counter()
     target = databases.target(database)
     verdict = check_sql(databases, sql, database)
-    checked = time.perf_counter()
     qhash = query_hash(sql)
+    if verdict.allowed:
+        run = await row_policy.filtered(databases, database, sql, claims, verdict)
+        verdict = run.verdict
+    checked = time.perf_counter()
     if not verdict.allowed:
         structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="blocked",
                                               codes=verdict.codes)
-        names = hidden_names(databases, database)  # a finding names what it refused: not a hidden name
-        raise errors.SqlBlocked(
-            mask("; ".join(f.message for f in verdict.findings), names),
-            findings=mask_fields([f.as_dict() for f in verdict.findings], names),
-            codes=verdict.codes,
-        )
+        raise blocked(databases, database, verdict)
     try:
-        result = await run_query(target, sql, max_rows=databases.max_rows(database, max_rows), role=role,
-                                 principal=principal)
+        result = await run_query(target, run.sql, max_rows=databases.max_rows(database, max_rows), role=role,
+                                 principal=principal, claims=claims, args=run.args)
     except errors.GatewayError as exc:
         structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
                                               error=exc.code, sqlstate=exc.extra.get("sqlstate"))
@@ -116,6 +124,19 @@ async def run_client_sql(databases: Databases, database: str, sql: str, max_rows
     structlog.contextvars.bind_contextvars(database=database, query_hash=qhash, verdict="allowed",
                                           rows=result.row_count, truncated=result.truncated)
     return SqlOutcome(verdict, result, timings)
+
+
+def blocked(databases: Databases, database: str, verdict: safety.Verdict) -> errors.SqlBlocked:
+    """The ``sql_blocked`` problem for a refused verdict, hidden names masked."""
+    for code in verdict.codes:
+        if code == "row_filter_unenforceable":
+            metrics.SAFETY_BLOCKS.labels(code).inc()  # check_sql counted the others
+    names = hidden_names(databases, database)  # a finding names what it refused: not a hidden name
+    return errors.SqlBlocked(
+        mask("; ".join(f.message for f in verdict.findings), names),
+        findings=mask_fields([f.as_dict() for f in verdict.findings], names),
+        codes=verdict.codes,
+    )
 
 
 def hidden_names(databases: Databases, database: str | None) -> list[str]:

@@ -86,6 +86,20 @@ class SqlBlocked(GatewayError):
     code, status, title = "sql_blocked", 422, "SQL blocked by the safety check"
 
 
+class RowPolicyClaimMissing(GatewayError):
+    """A row filter of the rules needs a claim (row-policy value) the caller's principal does not carry:
+    refused rather than run unfiltered (``extra['claim']``, ``extra['table']``)."""
+
+    code, status, title = "row_policy_claim_missing", 403, "A row-policy value this query needs is missing"
+
+
+class RowPolicyClaimInvalid(GatewayError):
+    """A row-policy value that cannot be applied safely: a name outside ``[a-z_][a-z0-9_]*``, a value holding
+    NUL, longer than the gateway accepts, or not valid for the column its row filter compares it with."""
+
+    code, status, title = "row_policy_claim_invalid", 403, "A row-policy value cannot be applied"
+
+
 class QueryError(GatewayError):
     """Postgres rejected the query; ``extra`` carries ``sqlstate``, ``message`` and ``position``."""
 

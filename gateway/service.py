@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gateway import __version__, masking, safety
+from gateway import __version__, masking, row_policy, safety
 from gateway.auth import ANONYMOUS, Authenticator, Principal
 from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
@@ -112,6 +112,7 @@ class Gateway:
         state.llm = await stack.enter_async_context(open_llm(settings.llm))
         await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
+        await _load_relations(state)
         self._state = state
         _freeze_heap()
         log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
@@ -162,7 +163,17 @@ class Gateway:
         """
         if database is not None:
             principal.check_database(database)
-        return verdict_view(self.state, check_sql(self.state, sql, database), database)
+        verdict = check_sql(self.state, sql, database)
+        if database is None or not verdict.allowed or not row_policy.has_row_filters(self.state, database):
+            return verdict_view(self.state, verdict, database)
+        # With row filters, the verdict is the one on the text that would run for this caller; relations not
+        # loaded yet (no query ran) count as unknown, so the answer errs towards refusing.
+        run = row_policy.filter_with(self.state, database, sql, principal.claims,
+                                     row_policy.cached_relations(self.state, database))
+        view = verdict_view(self.state, run.verdict, database)
+        if run.rewritten and run.verdict.allowed:
+            view["executed_sql"] = run.sql
+        return view
 
     async def sql(self, database: str, sql: str, *, max_rows: int | None = None,
                   principal: Principal = ANONYMOUS) -> SqlOutcome:
@@ -175,7 +186,7 @@ class Gateway:
         """
         principal.check_database(database)
         return await run_client_sql(self.state, database, sql, max_rows, role=principal.pg_role,
-                                    principal=principal.partition)
+                                    principal=principal.partition, claims=principal.claims)
 
     # --- questions ------------------------------------------------------------------------------------
 
@@ -394,6 +405,17 @@ class Gateway:
         await audit_answer(state.store, answer, q.evidence)
         await hand_over(state.corrections, corrections_of(answer, q))
         return answer
+
+
+async def _load_relations(state: GatewayState) -> None:
+    """Load the relations of databases with row filters, so that ``check`` can judge before any query ran;
+    best effort: a database that does not answer now is loaded by its first query."""
+    for name in state.targets.by_name:
+        if row_policy.has_row_filters(state, name):
+            try:
+                await row_policy.relations(state, name)
+            except Exception as exc:  # noqa: BLE001 - start-up must not depend on a target database
+                log.info("row_filter_relations_not_loaded", database=name, error=repr(exc))
 
 
 def _freeze_heap() -> None:

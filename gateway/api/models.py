@@ -65,6 +65,9 @@ class VerdictOut(BaseModel):
     statement_kind: str | None = Field(default=None, description="`select` or `explain` when allowed.")
     codes: list[str]
     findings: list[FindingOut]
+    executed_sql: str | None = Field(default=None, description="On a database with row filters (rules "
+                                     "`row_filter`): the rewritten text that would run for this caller, with "
+                                     "its claims as `$n` parameters.")
 
 
 class ColumnOut(BaseModel):

@@ -135,6 +135,14 @@ class Principal:
         claims = ",".join(f"{k}={v!r}" for k, v in self.claims)
         return f"{self.owner}|role:{self.pg_role or ''}|claims:{claims}"
 
+    def __post_init__(self) -> None:
+        # Names become settings (nl2sql.<name>) and values reach Postgres: refuse what cannot be applied
+        # safely once, where the principal is built (gateway.execute.claims).
+        if self.claims:
+            from gateway.execute.claims import check_claims  # the auth layer stays free of the execute package
+
+            check_claims(self.claims)
+
     def has_scope(self, scope: str) -> bool:
         """True when the principal is not scope-limited (an API key) or its token grants ``scope``."""
         return self.scopes is None or scope in self.scopes

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +38,11 @@ class Estimate:
     rows: float
 
 
-async def estimate(conn: asyncpg.Connection, sql: str) -> Estimate | None:
-    """The planner's estimate for ``sql``; None when the statement is not plannable (an EXPLAIN)."""
+async def estimate(conn: asyncpg.Connection, sql: str, args: Sequence[Any] = ()) -> Estimate | None:
+    """The planner's estimate for ``sql`` (with its parameters' values, so the plan is the one that runs);
+    None when the statement is not plannable (an EXPLAIN)."""
     try:
-        raw = await conn.fetchval("EXPLAIN (FORMAT JSON)\n" + sql)
+        raw = await conn.fetchval("EXPLAIN (FORMAT JSON)\n" + sql, *args)
     except asyncpg.PostgresSyntaxError:
         await conn.execute("ROLLBACK TO " + SAVEPOINT)
         return None
@@ -78,12 +80,12 @@ recent = _Recent()
 
 
 async def gate(conn: asyncpg.Connection, database: str, limits: Any, sql: str,
-               role: str | None = None) -> Estimate | None:
+               role: str | None = None, args: Sequence[Any] = ()) -> Estimate | None:
     """Raise :class:`errors.CostTooHigh` when the plan is beyond the database's limits."""
     key = (database, role, sql)
     known, found = recent.get(key) if len(sql) <= 16_384 else (False, None)
     if not known:
-        found = await estimate(conn, sql)
+        found = await estimate(conn, sql, args)
         recent.put(key, found)
     if found is None:
         return None

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +24,7 @@ import asyncpg
 
 from gateway import deadline as request_deadline
 from gateway import errors
+from gateway.execute import claims as row_claims
 from gateway.execute import cost, faults, statements, values
 from gateway.execute.budget import FIRST_BATCH, Lease, fetch_rows
 from gateway.execute.pool import RESET_SQL, SESSION_RESET_SQL, Target
@@ -85,7 +86,11 @@ class _Budget:
         return cls(acquire_s, statement_ms, by_deadline, client_s)
 
 
-def _begin_sql(target: Target, role: str | None, statement_timeout_ms: int | None = None) -> str:
+Claims = Sequence[tuple[str, str]]
+
+
+def _begin_sql(target: Target, role: str | None, statement_timeout_ms: int | None = None,
+               claims: Claims = ()) -> str:
     limits = target.settings.limits
     parts = [
         "BEGIN TRANSACTION READ ONLY",
@@ -98,6 +103,10 @@ def _begin_sql(target: Target, role: str | None, statement_timeout_ms: int | Non
     ]
     if limits.work_mem:
         parts.append(f"SET LOCAL work_mem = '{limits.work_mem}'")  # validated by the setting's pattern
+    if claims:
+        # The caller's row-policy values as nl2sql.<name>, for this transaction only: the database's RLS
+        # policies read them (gateway.execute.claims); ROLLBACK takes them away with everything else.
+        parts.append(row_claims.settings_sql(claims))
     if role:
         # Role names come from the gateway's own key store, never from a request; quote them anyway.
         parts.append(f'SET LOCAL ROLE "{role.replace(chr(34), chr(34) * 2)}"')
@@ -106,7 +115,7 @@ def _begin_sql(target: Target, role: str | None, statement_timeout_ms: int | Non
 
 
 async def run_query(target: Target, sql: str, *, max_rows: int | None = None, role: str | None = None,
-                    principal: str | None = None) -> QueryResult:
+                    principal: str | None = None, claims: Claims = (), args: Sequence[str] = ()) -> QueryResult:
     """Execute ``sql`` on ``target`` and return at most ``max_rows`` rows.
 
     Raises :class:`errors.QueryError` (with ``sqlstate``, ``message``, ``position``),
@@ -119,14 +128,20 @@ async def run_query(target: Target, sql: str, *, max_rows: int | None = None, ro
     ``principal``: whose request this is (:attr:`gateway.auth.keys.Principal.partition`, which includes
     ``role``). With one, the statement is kept prepared on the connection for that principal only
     (gateway.execute.statements); without one (internal callers) nothing is kept.
+
+    ``claims``: the caller's row-policy values, set as ``nl2sql.<name>`` for the transaction (RLS reads them).
+    ``args``: text values for the statement's ``$1 ...`` (a rules row filter's claims), converted to the
+    types Postgres infers for them (``row_policy_claim_invalid`` when one does not fit).
     """
     cap = min(max_rows or target.settings.limits.max_rows, target.settings.limits.max_rows)
+    row_claims.check_claims(claims)
+    run = _Run(sql, cap, role, tuple(claims), tuple(args))
     try:
-        return await _run_guarded(target, sql, cap, role, principal)
+        return await _run_guarded(target, run, principal)
     except faults.FAULTS as exc:
         _raise_unless_retryable(target, exc)
     try:
-        return await _run_guarded(target, sql, cap, role, principal)
+        return await _run_guarded(target, run, principal)
     except faults.FAULTS as exc:
         _raise_unless_retryable(target, exc)
         raise _unavailable(target, exc, faults.Fault.UNAVAILABLE) from exc
@@ -154,30 +169,41 @@ def _raise_if_deadline_spent(target: Target) -> None:
         raise request_deadline.exceeded(f"the query on {target.name!r}")
 
 
-async def _run_guarded(target: Target, sql: str, cap: int, role: str | None, principal: str | None) -> QueryResult:
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What one query runs with: the text, its row cap, role, row-policy settings and parameters."""
+
+    sql: str
+    cap: int
+    role: str | None
+    claims: tuple[tuple[str, str], ...]
+    args: tuple[str, ...]
+
+
+async def _run_guarded(target: Target, run: _Run, principal: str | None) -> QueryResult:
     budget = _Budget.of(target)
     if budget.client_s is None:
-        return await _run_once(target, sql, cap, role, budget, principal)
+        return await _run_once(target, run, budget, principal)
     # statement_timeout ends a slow query on the server; this ends the wait for a server that is gone.
     async with asyncio.timeout(budget.client_s):
-        return await _run_once(target, sql, cap, role, budget, principal)
+        return await _run_once(target, run, budget, principal)
 
 
-async def _run_once(target: Target, sql: str, cap: int, role: str | None, budget: _Budget,
-                    principal: str | None) -> QueryResult:
+async def _run_once(target: Target, run: _Run, budget: _Budget, principal: str | None) -> QueryResult:
     started = time.perf_counter()
     lease = await target.results.admit()  # before a connection is taken: waiting must not hold one
     try:
-        # The role is part of the partition whatever the caller's principal string says.
-        partition = None if principal is None else f"{principal}|{role or ''}"
-        return await _run_leased(target, sql, cap, role, budget, lease, started, partition)
+        # The role and the row-policy values are part of the partition whatever the principal string says.
+        partition = None if principal is None else f"{principal}|{run.role or ''}|{run.claims!r}"
+        return await _run_leased(target, run, budget, lease, started, partition)
     except BaseException:
         lease.release()
         raise
 
 
-async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budget: _Budget,
-                      lease: Lease, started: float, partition: str | None) -> QueryResult:
+async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, started: float,
+                      partition: str | None) -> QueryResult:
+    sql, cap, role = run.sql, run.cap, run.role
     async with _acquire(target, budget.acquire_s) as conn:
         acquired = time.perf_counter()
         session = statements.session_of(conn)
@@ -185,20 +211,23 @@ async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budg
         try:
             # One round trip: DEALLOCATE ALL when another principal's statements may be on the connection,
             # BEGIN READ ONLY, the SET LOCALs and the cost gate's savepoint.
-            await conn.execute(statements.claim(session, partition) + _begin_sql(target, role, budget.statement_ms))
+            await conn.execute(statements.claim(session, partition)
+                               + _begin_sql(target, role, budget.statement_ms, run.claims))
             statements.claimed(session, partition)
             state = await statements.prepare(conn, session, sql, partition)
             columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
-            await cost.gate(conn, target.name, target.settings.limits, sql, role)
+            args = _args(state, run.args)
+            await cost.gate(conn, target.name, target.settings.limits, sql, role, args)
             try:
-                portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1))
+                portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1), args)
             except asyncpg.InvalidCachedStatementError:
                 # The tables changed under a kept statement: back to the savepoint, prepare again, once.
                 await conn.execute("ROLLBACK TO " + cost.SAVEPOINT)
                 statements.drop(conn, session, sql)
                 state = await statements.prepare(conn, session, sql, partition)
                 columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
-                portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1))
+                args = _args(state, run.args)
+                portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1), args)
             rows, truncated = await _fetch(target, portal, cap, columns, lease)
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             if faults.classify(exc, connection_closed=conn.is_closed()) is not None:
@@ -228,6 +257,18 @@ async def _run_leased(target: Target, sql: str, cap: int, role: str | None, budg
     return result
 
 
+def _args(state: Any, values: tuple[str, ...]) -> tuple[Any, ...]:
+    """The row filter's claim values, typed as Postgres inferred each parameter. A statement with
+    parameters and no values is left to the driver, which refuses it (the client's SQL is at fault)."""
+    if not values:
+        return ()
+    types = [t.name for t in state._get_parameters()]
+    if len(types) != len(values):
+        raise errors.RowPolicyClaimInvalid(f"the statement has {len(types)} parameter(s), the row filters "
+                                           f"bind {len(values)}", parameters=len(types))
+    return tuple(row_claims.bind(values, types))
+
+
 class _Portal:
     """The statement's portal; its first batch comes in the round trip that binds it (Bind, Execute, Sync),
     where asyncpg's cursor binds in one round trip and fetches in another."""
@@ -239,9 +280,9 @@ class _Portal:
         self.first: list[asyncpg.Record] | None = first
 
     @classmethod
-    async def open(cls, conn: asyncpg.Connection, sql: str, state: Any, n: int) -> _Portal:
+    async def open(cls, conn: asyncpg.Connection, sql: str, state: Any, n: int, args: tuple[Any, ...] = ()) -> _Portal:
         connection = statements.raw(conn)
-        cursor = asyncpg.cursor.Cursor(connection, sql, state, (), connection._protocol.get_record_class())
+        cursor = asyncpg.cursor.Cursor(connection, sql, state, args, connection._protocol.get_record_class())
         first = await cursor._bind_exec(n, None)
         return cls(cursor, first)
 

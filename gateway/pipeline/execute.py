@@ -17,11 +17,15 @@ from gateway.pipeline.validate import exec_error
 
 
 async def execute(target: Target, sql: str, *, max_rows: int | None, role: str | None,
-                  hidden: Sequence[str]) -> Finding | QueryResult:
-    """The result, or the ``exec_error`` finding of a statement the database refused."""
+                  hidden: Sequence[str], claims: Sequence[tuple[str, str]] = (),
+                  args: Sequence[str] = ()) -> Finding | QueryResult:
+    """The result, or the ``exec_error`` finding of a statement the database refused.
+
+    ``claims``: the asker's row-policy values (``nl2sql.<name>`` for RLS); ``args``: the row filters'
+    parameters of a rewritten ``sql`` (gateway.row_policy)."""
     try:
-        return await run_query(target, sql, max_rows=max_rows, role=role)
-    except errors.DatabaseUnavailable:
+        return await run_query(target, sql, max_rows=max_rows, role=role, claims=claims, args=args)
+    except (errors.DatabaseUnavailable, errors.RowPolicyClaimInvalid):
         raise
     except errors.GatewayError as exc:
         extra = {**exc.extra, **{k: mask(str(exc.extra[k]), hidden) for k in ("message", "hint") if exc.extra.get(k)}}

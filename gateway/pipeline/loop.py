@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gateway import errors
+from gateway import errors, row_policy
 from gateway.client_sql import check_sql
 from gateway.context import Context, build_context
 from gateway.execute import QueryResult, Target
@@ -72,10 +72,17 @@ class _Run:
         """check -> execute -> validate for one SQL text; ``timings`` gets each stage's share."""
         started = time.perf_counter()
         refused = check(lambda text: check_sql(self.state, text, self.q.database), sql, self.hidden)
+        run = None
+        if refused is None and row_policy.has_row_filters(self.state, self.q.database):
+            # The attempt shows the SQL as the model wrote it; what runs is its row-filtered rewrite, checked
+            # again (gateway.row_policy). A missing claim fails the question: no other SQL could run either.
+            run = await row_policy.filtered(self.state, self.q.database, sql, self.q.claims)
+            refused = check(lambda _text: run.verdict, run.sql, self.hidden)  # type: ignore[union-attr]
         timings["check_ms"] = (time.perf_counter() - started) * 1000
         if refused is not None:
             return [refused], None  # never run
-        outcome = await execute(self.target, sql, max_rows=self.q.max_rows, role=self.q.role, hidden=self.hidden)
+        outcome = await execute(self.target, run.sql if run else sql, max_rows=self.q.max_rows, role=self.q.role,
+                                hidden=self.hidden, claims=self.q.claims, args=run.args if run else ())
         if isinstance(outcome, Finding):
             return [outcome], None
         timings["db_ms"] = outcome.timings.get("db_ms", 0.0)

@@ -19,6 +19,7 @@ from gateway.rules.loading import (
     parse_file,
     rule_files,
 )
+from gateway.rules.row_filters import parse_row_filter
 
 
 def check_rules(rules_dir: Path, schemas: dict[str, Schema]) -> list[RuleProblem]:
@@ -53,6 +54,15 @@ def _against_schema(pf: ParsedFile, schema: Schema) -> list[RuleProblem]:
                                    f"unknown table {table!r} in database {db!r}{_suggest(table, schema)}"))
             continue
         known = {c.name.lower() for c in info.columns}
+        if rule.row_filter is not None:
+            try:
+                columns = parse_row_filter(table, rule.row_filter).columns
+            except ValueError:
+                columns = frozenset()  # reported by parse_file
+            for column in sorted(c for c in columns if c.lower() not in known):
+                out.append(RuleProblem(where, pf.line("tables", table, "row_filter"),
+                                       f"row filter of {table}: unknown column {info.name}.{column}"
+                                       f"{_suggest_column(column, info)}"))
         for column in rule.columns:
             if column.lower() not in known:
                 out.append(RuleProblem(where, pf.line("tables", table, "columns", column),

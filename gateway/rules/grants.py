@@ -151,8 +151,44 @@ def grants_sql(schema: Schema, rules: RuleSet, role: str, database: str, *, publ
         for kind, name, why in PUBLIC_REVOKES:
             what = "EXECUTE ON FUNCTION" if kind == "FUNCTION" else "SELECT ON"
             lines.append(f"REVOKE {what} {name} FROM PUBLIC;  -- {why}")
+    lines += rls_sql(schema, rules)
     lines.append("COMMIT;")
     return "\n".join(lines) + "\n"
+
+
+def rls_sql(schema: Schema, rules: RuleSet) -> list[str]:
+    """RLS statements equivalent to the rules' row filters, so a DBA can move from the gateway's filters to
+    Postgres's policies: each ``{claim.X}`` becomes ``NULLIF(current_setting('nl2sql.X', true), '')`` cast to
+    the type of the filter's column (text when the filter reads several), which matches no row without X.
+
+    >>> from gateway.execute.introspect import ColumnInfo, TableInfo
+    >>> from gateway.rules.row_filters import parse_row_filter
+    >>> t = TableInfo("public", "orders", "table", None, 0, [ColumnInfo("tenant_id", "integer", False)])
+    >>> rules = RuleSet("db", row_filters={"orders": parse_row_filter("orders", "tenant_id = {claim.tenant_id}")})
+    >>> for line in rls_sql(Schema("db", [t]), rules)[2:]:  # doctest: +ELLIPSIS
+    ...     print(line)
+    ALTER TABLE "public"."orders" ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE "public"."orders" FORCE ROW LEVEL SECURITY;
+    CREATE POLICY nl2sql_row_filter ON "public"."orders" USING (tenant_id = NULLIF(...)::integer);
+    """
+    from gateway.rules.row_filters import ALIAS
+
+    lines: list[str] = []
+    for key, row_filter in sorted(rules.row_filters.items()):
+        table = schema.table(key)
+        if table is None:
+            lines += ["", f"-- row filter of {key}: no such table in the live schema"]
+            continue
+        types = {c.name: c.type for c in table.columns}
+        cast = types.get(next(iter(row_filter.columns)), "text") if len(row_filter.columns) == 1 else "text"
+        parts = [piece.replace(f"{ALIAS}.", "") if kind == "text"
+                 else f"NULLIF(current_setting('nl2sql.{piece}', true), '')::{cast}"
+                 for kind, piece in row_filter.pieces]
+        name = f"{_ident(table.schema)}.{_ident(table.name)}"
+        lines += ["", f"-- row filter of {key} (rules), enforced by Postgres for every path",
+                  f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY;", f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY;",
+                  f"CREATE POLICY nl2sql_row_filter ON {name} USING ({''.join(parts)});"]
+    return lines
 
 
 async def database_grants(admin_dsn: str, rules_dir: Path, database: str, role: str, *,

@@ -22,6 +22,7 @@ from gateway.rules.model import (
     RuleLimitsSet,
     RuleSet,
 )
+from gateway.rules.row_filters import RowFilter, parse_row_filter
 
 SUFFIXES = (".yaml", ".yml")
 Path_ = tuple[str | int, ...]
@@ -112,6 +113,13 @@ def parse_file(path: Path, text: str | None = None) -> tuple[ParsedFile | None, 
         except ValueError as exc:
             problems.append(RuleProblem(where, parsed.line("required_conditions", i, "sql"),
                                         f"required condition {cond.name!r}: {exc}"))
+    for table, rule in model.tables.items():
+        if rule.row_filter is not None:
+            try:
+                parse_row_filter(table, rule.row_filter)
+            except ValueError as exc:
+                problems.append(RuleProblem(where, parsed.line("tables", table, "row_filter"),
+                                            f"row filter of {table}: {exc}"))
     return (None if any(p.severity == "error" for p in problems) else parsed), problems
 
 
@@ -137,6 +145,7 @@ def salvage_hidden(database: str, files: list[Path]) -> RuleSet:
     """Only the hidden tables and columns that broken files still name (used when nothing loaded yet)."""
     tables: set[str] = set()
     columns: set[str] = set()
+    filters: dict[str, RowFilter] = {}
     for path in files:
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -148,12 +157,19 @@ def salvage_hidden(database: str, files: list[Path]) -> RuleSet:
                 continue
             if rule.get("hidden") is True:
                 tables.add(str(table).lower())
+            if "row_filter" in rule:
+                # A filter the broken file still holds stays in force; one that does not parse hides its
+                # table: never read unfiltered because a file is half-written.
+                try:
+                    filters[str(table).lower()] = parse_row_filter(str(table), str(rule["row_filter"]), str(path))
+                except ValueError:
+                    tables.add(str(table).lower())
             cols = rule.get("columns")
             for column, crule in (cols or {}).items() if isinstance(cols, dict) else ():
                 if isinstance(crule, dict) and crule.get("hidden") is True:
                     columns.add(f"{str(table).lower()}.{str(column).lower()}")
     return RuleSet(database=database, sources=tuple(files), hidden_tables=frozenset(tables),
-                   hidden_columns=frozenset(columns))
+                   hidden_columns=frozenset(columns), row_filters=filters)
 
 
 def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleProblem]]:
@@ -171,6 +187,7 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
     conditions: list[RequiredCondition] = []
     checks: list[ResultCheck] = []
     names: dict[str, str] = {}
+    row_filters: dict[str, RowFilter] = {}
 
     def once(key: str, pf: ParsedFile, line: int, what: str) -> bool:
         here = f"{pf.path}:{line}"
@@ -186,6 +203,10 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
             tkey = table.lower()
             if rule.description and once(f"t:{tkey}", pf, pf.line("tables", table), f"table {table}"):
                 tables[tkey] = rule.description.strip()
+            if rule.row_filter is not None:
+                line = pf.line("tables", table, "row_filter")
+                if once(f"f:{tkey}", pf, line, f"the row filter of {table}"):
+                    row_filters[tkey] = parse_row_filter(tkey, rule.row_filter, str(pf.path), line)
             if rule.hidden:
                 hidden_tables.add(tkey)
             elif rule.hidden is False:
@@ -235,6 +256,7 @@ def _merge(database: str, parsed: list[ParsedFile]) -> tuple[RuleSet, list[RuleP
         limits=RuleLimitsSet(**limits),
         required_conditions=conditions,
         result_checks=checks,
+        row_filters=row_filters,
     )
     return ruleset, problems
 

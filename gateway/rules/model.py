@@ -9,6 +9,8 @@ A rule file (``rules/<database>.yaml``, or several files in ``rules/<database>/`
           status: "Fulfilment status; 'cancelled' orders were never charged."
           internal_note: {hidden: true}
       salaries: {hidden: true}
+      invoices:
+        row_filter: "tenant_id = {claim.tenant_id}"
     instructions:
       - Revenue means orders.total_amount of orders that were not cancelled.
     extra_functions: [my_pure_fn]
@@ -31,6 +33,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gateway.rules.row_filters import RowFilter
+
 
 class ColumnRule(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -47,6 +51,10 @@ class TableRule(BaseModel):
     hidden: bool | None = Field(default=None, description="Never shown to the LLM and blocked by the safety "
                                 "check. `false` un-hides a table hidden before without a restart.")
     columns: dict[str, ColumnRule] = Field(default_factory=dict)
+    row_filter: str | None = Field(default=None, min_length=1, description="Rows a caller may read, as a "
+                                   "boolean SQL expression over the table's columns with {claim.NAME} "
+                                   "placeholders, e.g. \"tenant_id = {claim.tenant_id}\" (gateway.rules."
+                                   "row_filters).")
 
     @field_validator("columns", mode="before")
     @classmethod
@@ -163,6 +171,8 @@ class RuleSet:
     limits: RuleLimitsSet = field(default_factory=RuleLimitsSet)
     required_conditions: list[RequiredCondition] = field(default_factory=list)
     result_checks: list[ResultCheck] = field(default_factory=list)
+    # 'table' or 'schema.table' (lower case) -> its filter: "the gateway decides" (gateway.rules.row_filters)
+    row_filters: dict[str, RowFilter] = field(default_factory=dict)
 
     def is_hidden_table(self, table: str) -> bool:
         name = table.lower()
