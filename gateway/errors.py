@@ -42,8 +42,20 @@ class Unauthorized(GatewayError):
     headers = {"WWW-Authenticate": 'Bearer realm="nl2sql-gateway"'}  # RFC 6750: say which scheme to use
 
 
+class InvalidToken(Unauthorized):
+    """An OAuth access token that is not valid here (signature, issuer, audience, lifetime, shape)."""
+
+    code, title = "invalid_token", "Invalid access token"
+    headers = {"WWW-Authenticate": 'Bearer realm="nl2sql-gateway", error="invalid_token"'}
+
+
 class Forbidden(GatewayError):
     code, status, title = "forbidden", 403, "Not allowed for this API key"
+
+
+class InsufficientScope(Forbidden):
+    code, title = "insufficient_scope", "The access token lacks a required scope"
+    headers = {"WWW-Authenticate": 'Bearer realm="nl2sql-gateway", error="insufficient_scope"'}
 
 
 class NotFound(GatewayError):
@@ -169,6 +181,10 @@ class LLMBadOutput(GatewayError):
 
 class StoreUnavailable(GatewayError):
     code, status, title, retry_after = "store_unavailable", 503, "The gateway's store database is unavailable", 2
+
+
+class IdentityProviderUnavailable(GatewayError):
+    code, status, title, retry_after = "idp_unavailable", 503, "The authorization server is unavailable", 5
 
 
 class StoreNotConfigured(GatewayError):

@@ -107,6 +107,7 @@ class Gateway:
         state.rules = RulesRegistry(settings.rules_dir)  # DBA rules, reloaded when their files change
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
+        stack.push_async_callback(state.auth.aclose)  # its connections to the authorization server, if any
         state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
         # None when no endpoint is configured: asking then answers llm_not_configured
         state.llm = await stack.enter_async_context(open_llm(settings.llm))

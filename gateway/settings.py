@@ -338,6 +338,120 @@ class ContextSettings(BaseModel):
                           "shown in a prompt.")
 
 
+_ASYMMETRIC_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384",
+                                    "ES512", "EdDSA"})
+
+
+class IntrospectionSettings(BaseModel):
+    """RFC 7662 token introspection: how tokens that are not JWTs (opaque access tokens) are checked."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="The authorization server's introspection endpoint (its metadata's "
+                     "`introspection_endpoint`).")
+    client_id: str = Field(description="The gateway's client id at the introspection endpoint (HTTP Basic).")
+    secret: SecretStr | None = Field(default=None, description="That client's secret; environment only "
+                                     "(NL2SQL_AUTH__OIDC__INTROSPECTION__SECRET).")
+
+
+class OidcSettings(BaseModel):
+    """End users: OAuth 2.1 / OIDC access tokens from one authorization server, beside API keys.
+
+    A bearer token that is not a gateway API key (``nl2sql_...``) is checked as an access token: its
+    signature against the issuer's published keys (JWKS), its issuer, audience and lifetime; the principal
+    (role, databases, Postgres role, row-policy values, scopes) is built from its claims as mapped here.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    issuer: str = Field(description="The authorization server's issuer URL, exactly as in the tokens' `iss` "
+                        "(e.g. https://login.example.com/realms/acme).")
+    audience: str | list[str] = Field(description="The `aud` value(s) a token must carry to be accepted here "
+                                      "(the gateway's API identifier / client id at the IdP); required, so a "
+                                      "token issued for another service is refused.")
+    jwks_url: str | None = Field(default=None, description="Where the signing keys are published; unset: the "
+                                 "`jwks_uri` of `<issuer>/.well-known/openid-configuration`, else of the RFC 8414 "
+                                 "`oauth-authorization-server` metadata.")
+    algorithms: list[str] = Field(default=["RS256", "PS256", "ES256"], min_length=1,
+                                  description="Signature algorithms accepted (asymmetric only: RS*, PS*, ES*, "
+                                  "EdDSA); a token's `alg` must be listed and fit its key's type.")
+    leeway_s: float = Field(default=30.0, ge=0, le=300, description="Clock skew allowed on `exp`, `nbf` and "
+                            "`iat`, in seconds.")
+    jwks_cache_ttl_s: float = Field(default=300.0, gt=0, description="Seconds the published keys are reused "
+                                    "before they are fetched again (a failed fetch keeps the cached keys).")
+    jwks_refresh_interval_s: float = Field(default=60.0, ge=0, description="Least time between two JWKS "
+                                           "fetches: a token with an unknown `kid` fetches the keys at most once "
+                                           "per interval (concurrent misses share one fetch); otherwise 401.")
+    http_timeout_s: float = Field(default=5.0, gt=0, description="Timeout of one request to the authorization "
+                                  "server (discovery, JWKS, introspection).")
+    max_token_bytes: int = Field(default=16_384, ge=256, description="Largest bearer token accepted; a larger one "
+                                 "answers 401 before any parsing.")
+    token_cache_ttl_s: float = Field(default=30.0, ge=0, description="Seconds a validated token's principal is "
+                                     "reused (never past the token's `exp`); 0: validate every request.")
+    token_cache_max: int = Field(default=10_000, ge=1, description="Most validated tokens kept in that cache "
+                                 "(least recently used dropped beyond it).")
+    user_claim: str = Field(default="sub", description="The claim holding the stable end-user id (the owner of "
+                            "conversations, feedback and audit rows).")
+    email_claim: str = Field(default="email", description="The claim holding the user's e-mail (see `log_email`).")
+    log_email: bool = Field(default=False, description="Name the user by e-mail in logs and whoami; false: "
+                            "only the stable user id appears.")
+    role_claim: str | None = Field(default=None, description="Claim (dotted path, e.g. `realm_access.roles`) "
+                                   "whose value or list of values is mapped by `role_map`.")
+    role_map: dict[str, Literal["client", "dba", "admin"]] = Field(
+        default_factory=dict, description="Claim value -> gateway role; the highest mapped value wins; a token "
+        "with no mapped value is a `client`.")
+    databases_claim: str | None = Field(default=None, description="Claim (dotted path) listing the databases "
+                                        "the user may use (a string or a list; `*`: every one).")
+    databases: list[str] = Field(default_factory=list, description="Databases every end user may use, besides "
+                                 "`databases_claim`; with neither, an end user may use no database.")
+    pg_role: str | None = Field(default=None, description="Postgres role every end user's queries run as "
+                                "(SET LOCAL ROLE), unless `pg_role_claim` maps to another.")
+    pg_role_claim: str | None = Field(default=None, description="Claim (dotted path) whose value(s) pick the "
+                                      "Postgres role through `pg_role_map`.")
+    pg_role_map: dict[str, str] = Field(default_factory=dict, description="Claim value -> Postgres role (an "
+                                        "allowlist: a claim value is never used as a role name itself); the "
+                                        "first entry whose key the token carries wins.")
+    policy_claims: dict[str, str] = Field(default_factory=dict, description="Row-policy name -> claim (dotted "
+                                          "path) giving its value. Strings, integers and booleans only; any other "
+                                          "value (list, object, float, null) counts as missing.")
+    required_scopes: list[str] = Field(default_factory=list, description="Scopes every token must carry "
+                                       "(`scope`, space-separated, or `scp`); else 403 insufficient_scope.")
+    introspection: IntrospectionSettings | None = Field(default=None, description="RFC 7662 introspection for "
+                                                        "opaque (non-JWT) tokens; unset: only JWTs are accepted.")
+    resource_url: str | None = Field(default=None, description="This gateway's public URL as an OAuth protected "
+                                     "resource (RFC 9728 `resource`, e.g. https://gateway.example.com/mcp).")
+    authorization_servers: list[str] = Field(default_factory=list, description="Authorization servers named "
+                                             "in the protected-resource metadata; empty: `[issuer]`.")
+    scopes_supported: list[str] = Field(default_factory=list, description="Scopes named in the "
+                                        "protected-resource metadata.")
+
+    @field_validator("algorithms")
+    @classmethod
+    def _asymmetric_only(cls, value: list[str]) -> list[str]:
+        refused = [alg for alg in value if alg not in _ASYMMETRIC_ALGORITHMS]
+        if refused:
+            raise ValueError(f"{refused} refused: only asymmetric algorithms "
+                             f"({', '.join(sorted(_ASYMMETRIC_ALGORITHMS))}) may sign access tokens; "
+                             "HS* would let anyone holding the public key forge tokens, none is unsigned")
+        return value
+
+    @field_validator("audience")
+    @classmethod
+    def _some_audience(cls, value: str | list[str]) -> str | list[str]:
+        if not value or (isinstance(value, list) and not all(value)):
+            raise ValueError("audience must name this gateway (a non-empty string or list)")
+        return value
+
+    @property
+    def audiences(self) -> list[str]:
+        return [self.audience] if isinstance(self.audience, str) else list(self.audience)
+
+    @property
+    def resource_authorization_servers(self) -> list[str]:
+        """The protected-resource metadata's ``authorization_servers``: as configured, else the issuer."""
+        return self.authorization_servers or [self.issuer]
+
+
 class AuthSettings(BaseModel):
     """Access control: API keys (stored hashed in the store) with a role, databases and a Postgres role."""
 
@@ -352,6 +466,8 @@ class AuthSettings(BaseModel):
                                 "cache; the oldest are dropped beyond it.")
     lookup_timeout_s: float = Field(default=2.0, gt=0, description="Longest wait for the store when a key is "
                                     "not cached; beyond it the request answers 503 store_unavailable.")
+    oidc: OidcSettings | None = Field(default=None, description="End-user OAuth 2.1 / OIDC access tokens beside "
+                                      "API keys ([auth.oidc]); unset: API keys only.")
 
 
 class LoggingSettings(BaseModel):

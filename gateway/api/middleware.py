@@ -231,6 +231,8 @@ class GatewayMiddleware:
             raise _Refused(exc) from None
         scope["state"]["principal"] = principal  # gateway.auth.access.authorize reuses it
         structlog.contextvars.bind_contextvars(api_key=principal.key_id)
+        if principal.user is not None:  # the stable id only (or the e-mail with auth.oidc.log_email, as name)
+            structlog.contextvars.bind_contextvars(user=principal.name, client=principal.client)
 
     async def _read_body(self, receive: Receive) -> bytes:
         chunks: list[bytes] = []

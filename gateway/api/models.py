@@ -359,6 +359,14 @@ class WhoAmI(BaseModel):
     role: Literal["client", "dba", "admin"] = Field(description="Roles nest: a dba may do what a client may.")
     databases: list[str] = Field(description="Databases the key may use (`*`: every one).")
     auth_enabled: bool = Field(description="False when the gateway runs without access control (loopback only).")
+    user: str | None = Field(default=None, description="The end user's stable id (an OAuth access token's "
+                             "subject); null for an API key.")
+    client: str | None = Field(default=None, description="The OAuth client the token was issued to (`azp` or "
+                               "`client_id`); null for an API key.")
+    scopes: list[str] | None = Field(default=None, description="The scopes the token grants, sorted; null for an "
+                                     "API key (not scope-limited).")
+    policy: dict[str, str] = Field(default_factory=dict, description="The row-policy values taken from the "
+                                   "token (name -> value), the caller's own.")
 
 
 class ConditionOut(BaseModel):

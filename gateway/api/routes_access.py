@@ -1,4 +1,5 @@
-"""``GET /v1/whoami``: the caller's own key, role and databases (the console hides pages it may not use)."""
+"""``GET /v1/whoami``: the caller's own key or end user, role and databases (the console hides pages it may
+not use), and for an end user the OAuth client, scopes and row-policy values of the token."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ router = APIRouter(prefix="/v1", tags=["access"])
 
 @router.get("/whoami", response_model=WhoAmI, summary="The caller's key: name, role and databases",
             description="Any valid key may ask about itself; nothing about other keys is shown.",
-            responses=openapi_responses(errors.Unauthorized, errors.Forbidden))
+            responses=openapi_responses(errors.Unauthorized, errors.InvalidToken, errors.Forbidden))
 async def whoami(state: GatewayState = Depends(get_state), principal: Principal = Depends(authorize)) -> WhoAmI:
     auth = state.auth
     return WhoAmI(name=principal.name, role=principal.role.value, databases=sorted(principal.databases),
-                  auth_enabled=bool(auth is not None and auth.settings.enabled))
+                  auth_enabled=bool(auth is not None and auth.settings.enabled), user=principal.user,
+                  client=principal.client, scopes=None if principal.scopes is None else sorted(principal.scopes),
+                  policy=principal.policy)

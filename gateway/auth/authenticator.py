@@ -1,4 +1,5 @@
-"""Who is calling: a bearer token checked against the store's API keys, through a short-lived cache.
+"""Who is calling: a bearer token checked against the store's API keys, through a short-lived cache, or,
+with ``[auth.oidc]``, an end user's OAuth access token (gateway.auth.oidc) when it is not shaped like a key.
 
 The cache keeps each lookup (a key, or "no such key") for ``auth.cache_ttl_s`` seconds, so the hot path
 costs no store round trip; a revoked key therefore stops working within that time. When the store does not
@@ -16,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway import errors
-from gateway.auth.keys import ANONYMOUS, Principal, Role, parse_token, secret_matches
+from gateway.auth.keys import ANONYMOUS, PREFIX, Principal, Role, parse_token, secret_matches
+from gateway.auth.oidc import OidcValidator
 from gateway.observability.logging import get_logger
 from gateway.settings import AuthSettings, ConfigError, Settings
 from gateway.store import Store, api_keys
@@ -66,11 +68,16 @@ class Authenticator:
         self.settings = settings
         self._store = store  # looked up per miss: the store may be reopened while the gateway runs
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        # End users' access tokens ([auth.oidc]): anything that is not shaped like an API key goes there.
+        self.oidc = OidcValidator(settings.oidc) if settings.oidc is not None else None
 
     async def authenticate(self, authorization: str | None) -> Principal:
         if not self.settings.enabled:
             return ANONYMOUS
-        key_id, secret = parse_token(_bearer_token(authorization))
+        token = _bearer_token(authorization)
+        if self.oidc is not None and not _is_api_key(token):
+            return await self.oidc.authenticate(token)
+        key_id, secret = parse_token(token)
         stored = await self._lookup(key_id)
         # Check the secret before saying anything about the key, so only its holder learns it was revoked.
         if stored is None or not secret_matches(secret, stored.secret_sha256):
@@ -89,12 +96,20 @@ class Authenticator:
         if not self.settings.enabled:
             return True
         try:
-            key_id, secret = parse_token(_bearer_token(authorization))
+            token = _bearer_token(authorization)
+            if self.oidc is not None and not _is_api_key(token):
+                return self.oidc.known(token)
+            key_id, secret = parse_token(token)
         except errors.Unauthorized:
             return False
         entry = self._cache.get(key_id)
         return (entry is not None and entry.key is not None and entry.key.revoked_at is None
                 and secret_matches(secret, entry.key.secret_sha256))
+
+    async def aclose(self) -> None:
+        """Close the connections to the authorization server (the gateway is stopping)."""
+        if self.oidc is not None:
+            await self.oidc.aclose()
 
     def forget(self, key_id: str | None = None) -> None:
         """Drop cached lookups (one key, or all): the next request asks the store."""
@@ -129,6 +144,11 @@ class Authenticator:
         self._cache.move_to_end(key_id)
         while len(self._cache) > self.settings.cache_max_keys:
             self._cache.popitem(last=False)  # random ids cannot grow memory without bound
+
+
+def _is_api_key(token: str) -> bool:
+    """Shaped like a gateway API key (``nl2sql_...``): checked as one, never sent to the OIDC validator."""
+    return token.startswith(PREFIX + "_")
 
 
 def _bearer_token(authorization: str | None) -> str:

@@ -287,8 +287,8 @@ class AuthServer:
         overridden by ``claims``; ``exp``/``nbf``/``iat``/``audience``/``issuer`` replace the defaults
         (any JSON value, for malformed tokens); ``omit`` drops claims.
 
-        ``kid``: a published or retired key signs (and its kid is in the header); an unknown kid is put in
-        the header of a token signed by the current key. ``alg``: RS*/PS* sign with an RSA key, ES256 with
+        ``kid``: a published or retired key signs (and its kid is in the header); an unknown kid, or one of
+        a key of another type than ``alg`` needs, is put in the header of a token signed by the current key. ``alg``: RS*/PS* sign with an RSA key, ES256 with
         an EC key, ``none`` leaves the token unsigned, HS* signs with ``hmac_secret`` (default: the current
         RSA public key's PEM, the key-confusion attack). ``headers`` are added to the JOSE header
         (``jku``, ``x5u``, ``jwk``, ``crit``, ...).
@@ -324,9 +324,11 @@ class AuthServer:
             return f"{signing_input}.{_b64(hmac.new(secret, signing_input.encode(), digest).digest())}"
         kind: KeyKind = "EC" if alg.startswith("ES") else "RSA"
         key = self.keys.get(kid) if kid else None
-        signer = key if key is not None else self.keys[self.current[kind]]
+        signer = key if key is not None and key.kind == kind else self.keys[self.current[kind]]
         header = {"kid": kid or signer.kid, "typ": "at+jwt", **header}
-        return jwt.encode(payload, signer.private, algorithm=alg, headers=header)
+        # Signed as raw JSON (PyJWS), not through jwt.encode, which refuses odd claims (a list as iss ...).
+        return jwt.api_jws.PyJWS().encode(json.dumps(payload).encode(), signer.private, algorithm=alg,
+                                          headers=header)
 
     def mint_opaque(self, sub: str = "alice", claims: dict[str, Any] | None = None, *,
                     scope: str = "nl2sql:query nl2sql:ask", audience: Any = _UNSET, active: bool = True,
