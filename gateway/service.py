@@ -30,7 +30,8 @@ from types import TracebackType
 from typing import Any
 
 from gateway import __version__, masking, row_policy, safety
-from gateway.auth import ANONYMOUS, Authenticator, Principal
+from gateway.auth import ANONYMOUS, Authenticator, Principal, scopes
+from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
 from gateway.context.search import active_guideline, rules_summary, search_schema
@@ -126,11 +127,24 @@ class Gateway:
             raise RuntimeError("the Gateway is not open: use `async with Gateway(settings) as gw:`")
         return self._state
 
+    # --- scopes ---------------------------------------------------------------------------------------
+
+    def permits(self, principal: Principal, operation: Operation) -> bool:
+        """True when the principal's access token (if any) grants ``operation`` (see gateway.auth.scopes)."""
+        return scopes.permits(principal, operation, self.settings.auth.oidc)
+
+    def check_scope(self, principal: Principal, operation: Operation) -> None:
+        """Raise ``insufficient_scope`` when the principal's access token does not grant ``operation``. Every
+        operation below calls it first; adapters call it too when they must refuse before parsing a request
+        (MCP over HTTP answers 403 with a ``WWW-Authenticate`` challenge a client can step up from)."""
+        scopes.check(principal, operation, self.settings.auth.oidc)
+
     # --- databases and schema -------------------------------------------------------------------------
 
     def databases(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
         """The target databases this principal may use: ``name``, ``description``, ``max_rows`` and
         ``statement_timeout_ms`` each, in configuration order."""
+        self.check_scope(principal, Operation.SCHEMA)
         return [
             {"name": t.name, "description": t.settings.description, "max_rows": t.settings.limits.max_rows,
              "statement_timeout_ms": t.settings.limits.statement_timeout_ms}
@@ -144,6 +158,7 @@ class Gateway:
         ``tables``: only these (by name, or ``schema.name``); unknown names are simply absent. Raises
         ``unknown_database``, ``forbidden`` (not in the principal's list) or ``database_unavailable``.
         """
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         schema = visible_schema(await introspect(state.target(database)), state.ruleset(database)).as_dict()
@@ -162,6 +177,7 @@ class Gateway:
         :meth:`gateway.findings.Finding.as_dict`). Without ``database`` the default policy applies. A refusal
         is a verdict, not an exception; ``sql_too_large`` and ``unknown_database`` raise.
         """
+        self.check_scope(principal, Operation.QUERY)
         if database is not None:
             principal.check_database(database)
         verdict = check_sql(self.state, sql, database)
@@ -185,6 +201,7 @@ class Gateway:
         :class:`~gateway.errors.GatewayError` otherwise: ``sql_blocked`` (with the findings),
         ``query_error`` / ``statement_timeout`` ... (with the SQLSTATE), ``unknown_database``, ``forbidden``.
         """
+        self.check_scope(principal, Operation.QUERY)
         principal.check_database(database)
         return await run_client_sql(self.state, database, sql, max_rows, role=principal.pg_role,
                                     principal=principal.partition, claims=principal.claims)
@@ -204,6 +221,7 @@ class Gateway:
         without it the answer starts a new one. Fails with ``llm_not_configured`` up front when no LLM can
         answer (unless verified examples may).
         """
+        self.check_scope(principal, Operation.ASK)
         principal.check_database(database)
         state = self.state
         if not state.settings.store.exact_match_answers:
@@ -232,13 +250,15 @@ class Gateway:
 
     # --- feedback and guidelines ----------------------------------------------------------------------
 
-    async def feedback(self, item: FeedbackIn) -> tuple[StoredFeedback, bool]:
+    async def feedback(self, item: FeedbackIn, *, principal: Principal = ANONYMOUS) -> tuple[StoredFeedback, bool]:
         """Store a verdict (and corrected SQL) on an answer; ``True`` when it was new. Committed first.
 
         The answer is named by its audited ``request_id``; a ``corrected_sql`` must pass the safety check and
         run. Raises ``store_not_configured``, ``unknown_request``, ``correction_blocked`` or
-        ``feedback_conflict`` (the same client already said something else).
+        ``feedback_conflict`` (the same client already said something else). ``principal``: who sends it
+        (``item`` carries what it may use; this is for its token's scopes).
         """
+        self.check_scope(principal, Operation.FEEDBACK)
         return await submit(store_of(self.state.store), self.state, item)
 
     async def guidelines(self, database: str | None = None, *, only_global: bool = False) -> list[GuidelineVersion]:
@@ -305,6 +325,7 @@ class Gateway:
         """
         from gateway.rules.check import check_rules  # only this operation reads rule files anew
 
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         target = state.target(database)
@@ -376,6 +397,7 @@ class Gateway:
         Only what the rules leave visible is searched (see :mod:`gateway.context.search`): a hidden table,
         column or value is never matched nor returned.
         """
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         return await search_schema(state.schemas, state.settings.context, state.target(database),
@@ -383,6 +405,7 @@ class Gateway:
 
     async def rules_summary(self, database: str, *, principal: Principal = ANONYMOUS) -> str:
         """The DBA's notes and instructions for ``database`` as the LLM reads them (hidden names redacted)."""
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         return await rules_summary(state.schemas, state.settings.context, state.target(database),
@@ -390,6 +413,7 @@ class Gateway:
 
     async def active_guideline(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """The guideline questions on ``database`` use now: ``{"database", "version", "text"}``."""
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         return await active_guideline(state.schemas, state.settings.context, state.target(database),
