@@ -11,16 +11,17 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from gateway import errors
-from gateway.api.deps import get_state
+from gateway.api.deps import get_gateway, get_state
 from gateway.api.models import AskRequest, AskResponse
 from gateway.api.problems import openapi_responses, problem_response
 from gateway.auth import Principal
 from gateway.auth.access import authorize
 from gateway.corrections import hand_over
-from gateway.feedback import audit_answer, client_id
+from gateway.feedback import audit_answer
 from gateway.observability.logging import get_logger
-from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
+from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, open_thread
 from gateway.pipeline.respond import Answer, sse, to_json
+from gateway.service import Gateway
 from gateway.state import GatewayState
 
 router = APIRouter(prefix="/v1", tags=["ask"])
@@ -50,7 +51,7 @@ STREAM_DOC = (
         200: {"content": {EVENT_STREAM: {"schema": {"type": "string"}}}, "description": "The answer, as JSON "
               "or as server-sent events."},
         **openapi_responses(errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge,
-                            errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable,
+                            errors.Unauthorized, errors.Forbidden, errors.InsufficientScope, errors.StoreUnavailable,
                             errors.UnknownDatabase, errors.LLMNotConfigured, errors.LLMUnavailable,
                             errors.LLMBadOutput, errors.DeadlineExceeded, errors.DatabaseUnavailable,
                             errors.UnknownConversation, errors.ConversationDatabaseMismatch,
@@ -63,15 +64,15 @@ async def post_ask(
     x_client_id: Annotated[str | None, Header(
         description="Who owns the conversation when auth is off; with auth, the API key does.")] = None,
     state: GatewayState = Depends(get_state),
+    gateway: Gateway = Depends(get_gateway),
     principal: Principal = Depends(authorize),
 ) -> Response:
     request_id: str | None = getattr(request.state, "request_id", None)
-    principal.check_database(body.database)
-    q = Question(body.database, body.question, body.evidence, body.max_rows, request_id, role=principal.pg_role,
-                 conversation_id=body.conversation_id, client=client_id(x_client_id, principal.key_id),
-                 claims=principal.claims)
-    if not state.settings.store.exact_match_answers:  # with it, a verified example may answer without an LLM
-        llm_for(state, state.target(q.database))  # fail before a stream starts: a plain problem response
+    # The principal's scope and databases checked, and an LLM that can answer (unless a verified example may
+    # without one), before a stream starts: a refusal is a plain problem response.
+    q = gateway.question(body.database, body.question, evidence=body.evidence, max_rows=body.max_rows,
+                         request_id=request_id, principal=principal, conversation_id=body.conversation_id,
+                         client=x_client_id)
     thread = await open_thread(state, q)  # an unknown conversation is a plain problem response too
     if EVENT_STREAM in request.headers.get("accept", ""):
         answers: list[Answer] = []

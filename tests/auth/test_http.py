@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.auth.access import PUBLIC_ROUTES, ROUTE_ROLES, required_role
-from gateway.auth.resource import METADATA_PATHS
 from gateway.auth.keys import Role
+from gateway.auth.resource import METADATA_PATHS
 from gateway.store import api_keys
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.auth.conftest import Gateway, Roles, bearer

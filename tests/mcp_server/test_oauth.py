@@ -44,8 +44,13 @@ from gateway.settings import (
 )
 from gateway.testing.authserver import DEFAULT_SCOPES, AuthServer
 from gateway.testing.scripted_llm import ScriptedLLM
-from tests.mcp_server.conftest import Served, http_client, mcp_settings, served
-from tests.mcp_server.conftest import store_dsn  # noqa: F401 - a store database, per module
+from tests.mcp_server.conftest import (
+    Served,
+    http_client,
+    mcp_settings,
+    served,
+    store_dsn,  # noqa: F401 - a store database, per module
+)
 from tests.rowpolicy.conftest import Tenants, tenants  # noqa: F401 - two tenants, RLS on nl2sql.tenant_id
 
 SCOPES = (*DEFAULT_SCOPES, "nl2sql:schema", "nl2sql:feedback")
@@ -273,6 +278,11 @@ async def test_a_schema_only_token_may_list_but_not_run_sql_on_any_path(ogw: Ser
         v1_check = await http.post(f"{ogw.base}/v1/check", json={"sql": "SELECT 1"},
                                    headers={"Authorization": f"Bearer {token}"})
         assert v1_check.status_code == 403, v1_check.text
+        for accept in ("application/json", "text/event-stream"):  # refused before a stream starts
+            v1_ask = await http.post(f"{ogw.base}/v1/ask", json={"database": "demo", "question": "how many?"},
+                                     headers={"Authorization": f"Bearer {token}", "Accept": accept})
+            assert v1_ask.status_code == 403 and v1_ask.json()["code"] == "insufficient_scope", v1_ask.text
+            assert params(v1_ask.headers["www-authenticate"])["scope"] == "nl2sql:ask"
         listed_v1 = await http.get(f"{ogw.base}/v1/databases", headers={"Authorization": f"Bearer {token}"})
         assert listed_v1.status_code == 200, listed_v1.text
         # Reading resources is a schema operation; schema_scopes also accepts query and ask (writing SQL
