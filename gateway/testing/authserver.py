@@ -288,10 +288,10 @@ class AuthServer:
         (any JSON value, for malformed tokens); ``omit`` drops claims.
 
         ``kid``: a published or retired key signs (and its kid is in the header); an unknown kid, or one of
-        a key of another type than ``alg`` needs, is put in the header of a token signed by the current key. ``alg``: RS*/PS* sign with an RSA key, ES256 with
-        an EC key, ``none`` leaves the token unsigned, HS* signs with ``hmac_secret`` (default: the current
-        RSA public key's PEM, the key-confusion attack). ``headers`` are added to the JOSE header
-        (``jku``, ``x5u``, ``jwk``, ``crit``, ...).
+        a key of another type than ``alg`` needs, is put in the header of a token signed by the current key.
+        ``alg``: RS*/PS* sign with an RSA key, ES256 with an EC key, ``none`` leaves the token unsigned,
+        HS* signs with ``hmac_secret`` (default: the current RSA public key's PEM, the key-confusion attack).
+        ``headers`` are added to the JOSE header (``jku``, ``x5u``, ``jwk``, ``crit``, ...).
         """
         now = int(time.time())
         payload: dict[str, Any] = {
