@@ -31,7 +31,8 @@ from types import TracebackType
 from typing import Any
 
 from gateway import __version__, masking, row_policy, safety
-from gateway.auth import ANONYMOUS, Authenticator, Principal
+from gateway.auth import ANONYMOUS, Authenticator, Principal, scopes
+from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
 from gateway.context.search import active_guideline, rules_summary, search_schema
@@ -135,11 +136,24 @@ class Gateway:
             raise RuntimeError("the Gateway is not open: use `async with Gateway(settings) as gw:`")
         return self._state
 
+    # --- scopes ---------------------------------------------------------------------------------------
+
+    def permits(self, principal: Principal, operation: Operation) -> bool:
+        """True when the principal's access token (if any) grants ``operation`` (see gateway.auth.scopes)."""
+        return scopes.permits(principal, operation, self.settings.auth.oidc)
+
+    def check_scope(self, principal: Principal, operation: Operation) -> None:
+        """Raise ``insufficient_scope`` when the principal's access token does not grant ``operation``. Every
+        operation below calls it first; adapters call it too when they must refuse before parsing a request
+        (MCP over HTTP answers 403 with a ``WWW-Authenticate`` challenge a client can step up from)."""
+        scopes.check(principal, operation, self.settings.auth.oidc)
+
     # --- databases and schema -------------------------------------------------------------------------
 
     def databases(self, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
         """The target databases this principal may use: ``name``, ``description``, ``max_rows`` and
         ``statement_timeout_ms`` each, in configuration order."""
+        self.check_scope(principal, Operation.SCHEMA)
         return [
             {"name": t.name, "description": t.settings.description, "max_rows": t.settings.limits.max_rows,
              "statement_timeout_ms": t.settings.limits.statement_timeout_ms}
@@ -155,6 +169,7 @@ class Gateway:
         ``unknown_database``, ``forbidden`` (not in the principal's list), ``unknown_pg_role`` or
         ``database_unavailable``.
         """
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         target = state.target(database)
@@ -177,6 +192,7 @@ class Gateway:
         :meth:`gateway.findings.Finding.as_dict`). Without ``database`` the default policy applies. A refusal
         is a verdict, not an exception; ``sql_too_large`` and ``unknown_database`` raise.
         """
+        self.check_scope(principal, Operation.QUERY)
         if database is not None:
             principal.check_database(database)
         verdict = check_sql(self.state, sql, database)
@@ -200,6 +216,7 @@ class Gateway:
         :class:`~gateway.errors.GatewayError` otherwise: ``sql_blocked`` (with the findings),
         ``query_error`` / ``statement_timeout`` ... (with the SQLSTATE), ``unknown_database``, ``forbidden``.
         """
+        self.check_scope(principal, Operation.QUERY)
         principal.check_database(database)
         return await run_client_sql(self.state, database, sql, max_rows, role=principal.pg_role,
                                     principal=principal.partition, claims=principal.claims)
@@ -226,6 +243,7 @@ class Gateway:
         conversation (``conversation_id``; without it the answer starts a new one). Fails with
         ``llm_not_configured`` up front when no LLM can answer (unless verified examples may).
         """
+        self.check_scope(principal, Operation.ASK)
         principal.check_database(database)
         state = self.state
         state.ruleset(database)  # rules_unavailable now, not once a stream has begun
@@ -267,8 +285,9 @@ class Gateway:
         A ``corrected_sql`` must pass the safety check and run as the principal's Postgres role. Feedback
         from an authenticated dba or admin approves its example at once. Raises ``store_not_configured``,
         ``unknown_request``, ``correction_blocked`` or ``feedback_conflict`` (the same owner already said
-        something else).
+        something else). A token needs a feedback scope (``auth.oidc.feedback_scopes``).
         """
+        self.check_scope(principal, Operation.FEEDBACK)
         item = FeedbackIn(request_id=request_id, owner=owner_of(principal, client), verdict=verdict,
                           corrected_sql=corrected_sql, note=note, may_use=principal.may_use,
                           pg_role=principal.pg_role, reviewer=reviews(principal))
@@ -347,6 +366,7 @@ class Gateway:
         """
         from gateway.rules.check import check_rules  # only this operation reads rule files anew
 
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         target = state.target(database)
@@ -418,6 +438,7 @@ class Gateway:
         Only what the rules leave visible and the principal's Postgres role and row policy let it read is
         searched (see :mod:`gateway.context.search`): anything else is never matched nor returned.
         """
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         return await search_schema(state.schemas, state.settings.context, state.target(database),
@@ -426,6 +447,7 @@ class Gateway:
 
     async def rules_summary(self, database: str, *, principal: Principal = ANONYMOUS) -> str:
         """The DBA's notes and instructions for ``database`` as the LLM reads them (hidden names redacted)."""
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         return await rules_summary(state.schemas, state.settings.context, state.target(database),
@@ -433,6 +455,7 @@ class Gateway:
 
     async def active_guideline(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """The guideline questions on ``database`` use now: ``{"database", "version", "text"}``."""
+        self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
         return await active_guideline(state.schemas, state.settings.context, state.target(database),

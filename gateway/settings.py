@@ -458,7 +458,21 @@ class OidcSettings(BaseModel):
     authorization_servers: list[str] = Field(default_factory=list, description="Authorization servers named "
                                              "in the protected-resource metadata; empty: `[issuer]`.")
     scopes_supported: list[str] = Field(default_factory=list, description="Scopes named in the "
-                                        "protected-resource metadata.")
+                                        "protected-resource metadata; empty: every scope of the four "
+                                        "`*_scopes` below.")
+    # What an end user's token must grant per kind of operation (gateway.auth.scopes), on every transport:
+    # any one of the listed scopes will do; an empty list lets every token through. API keys are never
+    # scope-limited. The first scope of each list is the one a 403 insufficient_scope asks for.
+    schema_scopes: list[str] = Field(default=["nl2sql:schema", "nl2sql:query", "nl2sql:ask"], description=(
+        "Scopes that let a token read what it may query: list_databases, describe_schema, search_schema, the "
+        "MCP resources, GET /v1/databases[/{name}/schema]. Any one suffices (writing SQL or asking implies "
+        "reading the schema); empty: no scope needed."))
+    query_scopes: list[str] = Field(default=["nl2sql:query"], description="Scopes that let a token run or "
+                                    "check its own SQL: run_sql, check_sql, POST /v1/sql and /v1/check.")
+    ask_scopes: list[str] = Field(default=["nl2sql:ask"], description="Scopes that let a token ask questions "
+                                  "the gateway's LLM answers: ask, POST /v1/ask (and its stream).")
+    feedback_scopes: list[str] = Field(default=["nl2sql:feedback", "nl2sql:ask"], description="Scopes that let "
+                                       "a token give feedback on answers: give_feedback, POST /v1/feedback.")
 
     @field_validator("algorithms")
     @classmethod
@@ -480,6 +494,14 @@ class OidcSettings(BaseModel):
     @property
     def audiences(self) -> list[str]:
         return [self.audience] if isinstance(self.audience, str) else list(self.audience)
+
+    @property
+    def resource_scopes(self) -> list[str]:
+        """The protected-resource metadata's ``scopes_supported``: as configured, else every operation's scopes."""
+        if self.scopes_supported:
+            return list(self.scopes_supported)
+        every = self.schema_scopes + self.query_scopes + self.ask_scopes + self.feedback_scopes
+        return list(dict.fromkeys(every))
 
     @property
     def resource_authorization_servers(self) -> list[str]:

@@ -43,8 +43,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gateway import deadline, errors
 from gateway.api.console import is_console
 from gateway.api.fastpath import CompiledRoute, FastRoutes
-from gateway.api.problems import problem_response
+from gateway.api.problems import challenge_of, problem_response
 from gateway.auth.authenticator import is_loopback
+from gateway.auth.resource import METADATA_PATHS
 from gateway.backpressure import InFlight, KeyInFlight, Strangers
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger, log_request
@@ -56,6 +57,8 @@ log = get_logger("gateway.access")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")  # a client's id is echoed in logs: keep it tame
 # Probes and scrapes must answer even when the gateway sheds load: they are neither bounded nor timed.
 UNBOUNDED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+# Bounded like any request, but served without a key (gateway.auth.access.PUBLIC_ROUTES lists them too).
+UNAUTHENTICATED_PATHS = frozenset(METADATA_PATHS)
 _JSON = b"application/json"
 # Set by the server (gateway.api.server) once a request's body is all in: reading it cannot wait on the client.
 BODY_READ = "gateway.body_read"  # the one body type compiled routes take; anything else goes through FastAPI
@@ -187,7 +190,9 @@ class GatewayMiddleware:
         except _Refused as refused:
             # Refused before the body was read (or with part of it unread): this connection is done.
             close = True
-            await problem_response(refused.error, request_id)(scope, receive, send_wrapper)
+            error = refused.error
+            challenge = challenge_of(scope) if "WWW-Authenticate" in error.headers else None
+            await problem_response(error, request_id, challenge=challenge)(scope, receive, send_wrapper)
             _observe(scope, status, started)
             return
         except _Disconnected:
@@ -248,7 +253,9 @@ class GatewayMiddleware:
         if scope["method"] in {"POST", "PUT", "PATCH"} and not _is_json(headers.get(b"content-type")):
             raise _Refused(errors.UnsupportedMediaType(
                 "send the request body as JSON with Content-Type: application/json"))
-        if not is_console(scope["path"]):  # the console's static page must load before it can sign in
+        # The console's static page must load before it can sign in; the OAuth metadata is how a client
+        # learns where to get a token at all.
+        if not is_console(scope["path"]) and scope["path"] not in UNAUTHENTICATED_PATHS:
             await self._authenticate(scope, headers)
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:

@@ -14,8 +14,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.types import Scope
 
 from gateway import errors
+from gateway.auth.resource import Challenge, challenge, host_of
 from gateway.observability.logging import get_logger
 
 PROBLEM_JSON = "application/problem+json"
@@ -23,7 +25,10 @@ TYPE_BASE = "https://nl2sql-gateway.dev/problems/"
 log = get_logger(__name__)
 
 
-def problem_response(error: errors.GatewayError, request_id: str | None = None) -> Response:
+def problem_response(error: errors.GatewayError, request_id: str | None = None, *,
+                     challenge: Challenge | None = None) -> Response:
+    """The problem response for ``error``; ``challenge`` (with ``[auth.oidc]``) extends a 401's or 403
+    ``insufficient_scope``'s ``WWW-Authenticate`` for OAuth clients (see :func:`www_authenticate`)."""
     body: dict[str, Any] = {
         "type": TYPE_BASE + error.code,
         "title": error.title,
@@ -37,7 +42,33 @@ def problem_response(error: errors.GatewayError, request_id: str | None = None) 
     # X-Request-ID is added by the middleware to every response, problems included.
     headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
     headers.update(error.headers)
+    if "WWW-Authenticate" in headers:
+        headers["WWW-Authenticate"] = www_authenticate(error, challenge)
     return Response(json.dumps(body, default=str), status_code=error.status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def www_authenticate(error: errors.GatewayError, challenge: Challenge | None) -> str:
+    """RFC 6750 section 3 and RFC 9728 section 5.1: the error class's challenge, plus the ``scope`` to ask
+    for and, for OAuth clients, ``resource_metadata``. MCP clients start (401) or step up (403
+    ``insufficient_scope``) their authorization from it:
+    ``Bearer realm="nl2sql-gateway", error="invalid_token", scope="...", resource_metadata="https://..."``."""
+    value = error.headers["WWW-Authenticate"]
+    scope = " ".join(str(s) for s in error.extra.get("required_scopes") or ())
+    if not scope and challenge is not None and error.status == 401:
+        scope = challenge.scope
+    if scope:
+        value += f', scope="{scope}"'
+    if challenge is not None:
+        value += f', resource_metadata="{challenge.metadata_url}"'
+    return value
+
+
+def challenge_of(scope: Scope) -> Challenge | None:
+    """The OAuth challenge for a request to this app (None without ``[auth.oidc]``)."""
+    app = scope.get("app")
+    auth = getattr(getattr(getattr(app, "state", None), "gateway", None), "auth", None)
+    settings = getattr(getattr(auth, "settings", None), "oidc", None)
+    return challenge(settings, scope.get("scheme", "http"), host_of(scope["headers"]))
 
 
 def _request_id(request: Request) -> str | None:
@@ -46,7 +77,8 @@ def _request_id(request: Request) -> str | None:
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, errors.GatewayError)
-    return problem_response(exc, _request_id(request))
+    return problem_response(exc, _request_id(request),
+                            challenge=challenge_of(request.scope) if "WWW-Authenticate" in exc.headers else None)
 
 
 async def _validation_error(request: Request, exc: Exception) -> Response:

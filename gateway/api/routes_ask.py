@@ -51,7 +51,7 @@ STREAM_DOC = (
         200: {"content": {EVENT_STREAM: {"schema": {"type": "string"}}}, "description": "The answer, as JSON "
               "or as server-sent events."},
         **openapi_responses(errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge,
-                            errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable,
+                            errors.Unauthorized, errors.Forbidden, errors.InsufficientScope, errors.StoreUnavailable,
                             errors.UnknownDatabase, errors.LLMNotConfigured, errors.LLMUnavailable,
                             errors.LLMBadOutput, errors.DeadlineExceeded, errors.DatabaseUnavailable,
                             errors.UnknownConversation, errors.ConversationDatabaseMismatch,
@@ -70,7 +70,8 @@ async def post_ask(
     principal: Principal = Depends(authorize),
 ) -> Response:
     request_id: str | None = getattr(request.state, "request_id", None)
-    # Access, ownership and a missing LLM are decided before a stream starts: plain problem responses.
+    # The principal's scope, databases and ownership, and an LLM that can answer (unless a verified example
+    # may without one), before a stream starts: a refusal is a plain problem response.
     q = gateway.question(body.database, body.question, evidence=body.evidence, max_rows=body.max_rows,
                          request_id=request_id, principal=principal, conversation_id=body.conversation_id,
                          client=x_client_id)

@@ -34,8 +34,8 @@ router = APIRouter(prefix="/v1", tags=["feedback"])
     "only after a dba or admin approves it (`/v1/examples`); feedback from an authenticated dba or admin is approved "
     "at once. A 2xx means the feedback is committed.",
     responses={200: {"description": "This feedback had been recorded before.", "model": FeedbackResponse},
-               **openapi_responses(errors.Unauthorized, errors.Forbidden, errors.MalformedBody, errors.InvalidRequest,
-                                   errors.UnknownRequest,
+               **openapi_responses(errors.Unauthorized, errors.Forbidden, errors.InsufficientScope,
+                                   errors.MalformedBody, errors.InvalidRequest, errors.UnknownRequest,
                                    errors.FeedbackConflict, errors.CorrectionBlocked, errors.SqlTooLarge,
                                    errors.QueryError, errors.StatementTimeout, errors.DatabaseUnavailable,
                                    errors.StoreNotConfigured, errors.StoreUnavailable)},

@@ -22,7 +22,8 @@ from gateway.service import Gateway
 router = APIRouter(prefix="/v1", tags=["sql"])
 
 COMMON = (errors.MalformedBody, errors.InvalidRequest, errors.PayloadTooLarge)
-AUTH = (errors.Unauthorized, errors.Forbidden, errors.StoreUnavailable)  # see gateway.auth.access
+# see gateway.auth.access and gateway.auth.scopes
+AUTH = (errors.Unauthorized, errors.Forbidden, errors.InsufficientScope, errors.StoreUnavailable)
 
 
 @router.post(

@@ -13,9 +13,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gateway import errors
 from gateway.auth.keys import Principal, Role
+from gateway.auth.resource import METADATA_PATHS
 
-# Probes and Prometheus must work without a key; keep /metrics off the public network (see docs).
-PUBLIC_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
+# Probes and Prometheus must work without a key; keep /metrics off the public network (see docs). The OAuth
+# protected-resource metadata (RFC 9728) is how a client without a token learns where to get one.
+PUBLIC_ROUTES = frozenset({"/healthz", "/readyz", "/metrics", *METADATA_PATHS})
 
 # Path templates as routes declare them; a prefix entry ends with "*".
 ROUTE_ROLES: dict[str, Role] = {

@@ -9,6 +9,12 @@ of that request finds it (:func:`caller_of`).
 The SDK is imported, and its session manager started, on the first MCP request: importing it costs about as
 much as the rest of the app, and a gateway nobody reaches over MCP should not start slower for it.
 
+With ``[auth.oidc]`` an end user's OAuth access token works here as an API key does (remote MCP connectors
+attach a server only through OAuth 2.1): a request without a valid token answers 401 with a
+``WWW-Authenticate`` challenge naming the protected-resource metadata (gateway.auth.resource), and a tool
+call or resource read the token has no scope for answers 403 ``insufficient_scope`` naming the scope, before
+the SDK runs it (:func:`_check_scopes`; tools/list still shows every tool the role allows).
+
 Stateless: every POST is served by a fresh transport, so replicas behind a load balancer need no sticky
 sessions and nothing of one request (or one key) survives into the next. Progress notifications of a
 tool call travel on that call's own SSE response. ``GET /mcp`` (a stream for server-initiated messages,
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -33,8 +40,9 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway import errors
-from gateway.api.problems import problem_response
+from gateway.api.problems import challenge_of, problem_response
 from gateway.auth import ANONYMOUS, Principal, Role
+from gateway.auth.scopes import Operation
 from gateway.service import Gateway
 from gateway.settings import Settings
 
@@ -142,9 +150,13 @@ class McpEndpoint:
             return
         app = scope["app"]
         try:
-            state["principal"] = await self._authorize(app, scope, state)
+            principal = state["principal"] = await self._authorize(app, scope, state)
+            if principal.scopes is not None and scope["method"] == "POST":
+                body, receive = await _body(receive)
+                _check_scopes(app.state.service, principal, body)
         except errors.GatewayError as exc:
-            await problem_response(exc, state.get("request_id"))(scope, receive, send)
+            challenge = challenge_of(scope) if "WWW-Authenticate" in exc.headers else None
+            await problem_response(exc, state.get("request_id"), challenge=challenge)(scope, receive, send)
             return
         if not self._serving:
             await problem_response(errors.ShuttingDown("MCP is not serving"), state.get("request_id"))(
@@ -170,6 +182,53 @@ class McpEndpoint:
             client = scope.get("client")
             limits.check_principal(principal, client[0] if client else "unknown")
         return principal
+
+
+async def _body(receive: Receive) -> tuple[bytes, Receive]:
+    """The request's body (the middleware has read it whole, within server.max_body_bytes) and a receive
+    that hands it on again to the SDK."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"", receive  # the client went away: the SDK sees that as it would have
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    body, pending = b"".join(chunks), True
+
+    async def replayed() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return body, replayed
+
+
+def _check_scopes(gateway: Gateway, principal: Principal, body: bytes) -> None:
+    """Refuse a tool call or resource read the token has no scope for before the SDK runs it: over HTTP the
+    answer is then 403 ``insufficient_scope`` with a ``WWW-Authenticate`` challenge naming the scope, from which
+    an MCP client can ask its user for it (step-up authorization, as the MCP spec's authorization section
+    says). The Gateway's operations check the same again (the decision is the Gateway's: this only asks it
+    earlier). A body that is not JSON-RPC is left to the SDK to refuse."""
+    from gateway.mcp.tools import BY_NAME
+
+    try:
+        parsed = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    for message in parsed if isinstance(parsed, list) else [parsed]:
+        if not isinstance(message, dict) or not isinstance(message.get("params"), dict):
+            continue
+        method, params = message.get("method"), message["params"]
+        if method == "tools/call":
+            spec = BY_NAME.get(params.get("name")) if isinstance(params.get("name"), str) else None
+            if spec is not None:
+                gateway.check_scope(principal, spec.operation)
+        elif method == "resources/read":
+            gateway.check_scope(principal, Operation.SCHEMA)  # every resource shows a database's schema
 
 
 def _plain_status(send: Send) -> Send:

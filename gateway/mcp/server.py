@@ -25,6 +25,7 @@ from gateway import __version__, errors
 from gateway import deadline as request_deadline
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.access import required_role
+from gateway.auth.scopes import Operation
 from gateway.mcp import results
 from gateway.mcp.tools import BY_NAME, TOOLS, Call
 from gateway.observability.logging import get_logger
@@ -99,6 +100,8 @@ def build_server(resolve: Resolve) -> Server[Any]:
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = await _resolved(resolve, ctx)
         # A key sees the tools its role may call (as its HTTP routes); the rest would only answer forbidden.
+        # Scopes do not hide tools: a token lacking one is challenged when it calls the tool (403
+        # insufficient_scope over HTTP), and a client can then ask the user for that scope (step-up).
         return types.ListToolsResult(tools=[s.tool() for s in TOOLS if caller.principal.role.allows(s.role)])
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
@@ -132,7 +135,9 @@ def build_server(resolve: Resolve) -> Server[Any]:
     async def list_resources(ctx: ServerRequestContext[Any, Any],
                              params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         caller = await _resolved(resolve, ctx)
-        found = []
+        found: list[types.Resource] = []
+        if not caller.gateway.permits(caller.principal, Operation.SCHEMA):  # every resource reads the schema
+            return types.ListResourcesResult(resources=found)
         for database in caller.gateway.databases(caller.principal):
             name = database["name"]
             for resource in RESOURCES.values():

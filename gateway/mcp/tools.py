@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.auth import Principal, Role
 from gateway.auth.access import required_role
+from gateway.auth.scopes import Operation
 from gateway.feedback import feedback_dict
 from gateway.mcp.results import DATA_NOTE, ok
 from gateway.pipeline import Attempt
@@ -99,6 +100,7 @@ class ToolSpec:
     args: type[_Args]
     output: dict[str, Any]
     route: str  # the HTTP route doing the same: the least role a key needs for it
+    operation: Operation  # what it does: the scope an end user's token needs for it (gateway.auth.scopes)
     handler: Handler
     read_only: bool = True
 
@@ -237,28 +239,29 @@ async def give_feedback(call: Call, args: FeedbackArgs) -> types.CallToolResult:
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("list_databases", "List databases", "The databases this API key may query, with their row and "
-             "time limits.", NoArgs, DATABASES_OUT, "/v1/databases", list_databases),
+             "time limits.", NoArgs, DATABASES_OUT, "/v1/databases", Operation.SCHEMA, list_databases),
     ToolSpec("describe_schema", "Describe a database's schema", "Tables and views with columns, types, "
              "primary and foreign keys and comments. Tables and columns the DBA's rules hide are left out "
-             "(and refused in SQL).", DescribeArgs, SCHEMA_OUT, "/v1/databases/{name}/schema", describe_schema),
+             "(and refused in SQL).", DescribeArgs, SCHEMA_OUT, "/v1/databases/{name}/schema", Operation.SCHEMA,
+             describe_schema),
     ToolSpec("search_schema", "Search tables, columns and values", "Tables and columns whose name or comment "
              "matches the words, and stored values (of low-cardinality text columns) that match them, spelled as "
              "the database stores them: use these literals in filters.", SearchArgs, SEARCH_OUT,
-             "/v1/databases/{name}/schema", search_schema),
+             "/v1/databases/{name}/schema", Operation.SCHEMA, search_schema),
     ToolSpec("check_sql", "Check SQL without running it", "The static safety verdict (read-only, allowed "
              "functions and catalogs, hidden columns, complexity): allowed, codes and findings.", CheckArgs,
-             CHECK_OUT, "/v1/check", check_sql),
+             CHECK_OUT, "/v1/check", Operation.QUERY, check_sql),
     ToolSpec("run_sql", "Run read-only SQL", "Checks the statement, then runs exactly that text in a READ ONLY "
              "transaction with timeouts and returns columns and rows (at most max_rows). A refused or failing "
              "statement is a tool error with its code (sql_blocked with safety codes, query_error with "
-             "SQLSTATE, cost_too_high ...).", SqlArgs, SQL_OUT, "/v1/sql", run_sql),
+             "SQLSTATE, cost_too_high ...).", SqlArgs, SQL_OUT, "/v1/sql", Operation.QUERY, run_sql),
     ToolSpec("ask", "Answer a question with SQL", "Writes SQL for a question with the gateway's LLM, checks, "
              "runs and validates it, and reflects on failures or suspicious results. Returns the status "
              "(ok, suspicious, failed, blocked), the SQL, columns, rows and a summary of the attempts; "
-             "progress notifications report each attempt.", AskArgs, ASK_OUT, "/v1/ask", ask),
+             "progress notifications report each attempt.", AskArgs, ASK_OUT, "/v1/ask", Operation.ASK, ask),
     ToolSpec("give_feedback", "Say whether an answer was right", "Feedback on an ask result (by request_id): "
              "'correct', or 'incorrect' with optional corrected SQL. Idempotent per request and key. The "
              "gateway learns from it after review; nothing in a database changes.", FeedbackArgs,
-             FEEDBACK_OUT, "/v1/feedback", give_feedback, read_only=False),
+             FEEDBACK_OUT, "/v1/feedback", Operation.FEEDBACK, give_feedback, read_only=False),
 )
 BY_NAME = {spec.name: spec for spec in TOOLS}

@@ -6,6 +6,7 @@ import pytest
 
 from gateway.auth.access import PUBLIC_ROUTES, ROUTE_ROLES, required_role
 from gateway.auth.keys import Role
+from gateway.auth.resource import METADATA_PATHS
 from gateway.store import api_keys
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.auth.conftest import Gateway, Roles, bearer
@@ -90,8 +91,11 @@ async def test_the_store_keeps_only_a_hash_of_the_secret(gw: Gateway) -> None:
 
 
 async def test_health_readiness_and_metrics_need_no_key(gw: Gateway) -> None:
-    for path in sorted(PUBLIC_ROUTES):
+    for path in sorted(PUBLIC_ROUTES - set(METADATA_PATHS)):
         assert (await gw.http.get(path)).status_code == 200, path
+    # The OAuth protected-resource metadata needs no key either; without [auth.oidc] there is none.
+    for path in METADATA_PATHS:
+        assert_problem(await gw.http.get(path), 404, "not_found")
 
 
 async def test_a_body_with_the_wrong_shape_is_still_refused_for_lack_of_a_key(gw: Gateway) -> None:

@@ -93,7 +93,11 @@ async def test_api_keys_keep_working_beside_tokens(ogw: Gateway) -> None:
 async def test_no_token_is_a_plain_bearer_challenge(ogw: Gateway) -> None:
     answer = await ogw.http.get("/v1/whoami")
     assert_problem(answer, 401, "unauthorized")
-    assert answer.headers["www-authenticate"] == 'Bearer realm="nl2sql-gateway"'
+    # No error (nothing invalid was sent); the scopes to ask for and where the resource metadata is (RFC 9728),
+    # for OAuth clients that discover the authorization server from the challenge (gateway.auth.resource).
+    assert answer.headers["www-authenticate"] == (
+        'Bearer realm="nl2sql-gateway", scope="nl2sql:schema nl2sql:query nl2sql:ask nl2sql:feedback", '
+        'resource_metadata="http://localhost/.well-known/oauth-protected-resource/mcp"')
 
 
 # --- attacks: every one a 401 invalid_token, never a 500 ---------------------------------------------------

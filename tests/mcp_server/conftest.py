@@ -70,10 +70,12 @@ def mcp_settings(demo_dsn: str, store: str, folder: Path, llm_url: str, *, auth:
 
 
 @asynccontextmanager
-async def served(settings: Settings) -> AsyncIterator[tuple[str, GatewayState]]:
-    """The app behind a real uvicorn on loopback, in this event loop; yields its base URL and state."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+async def served(settings: Settings, sock: socket.socket | None = None) -> AsyncIterator[tuple[str, GatewayState]]:
+    """The app behind a real uvicorn on loopback (on ``sock`` when given: a test that must know the URL before
+    the settings are made binds it first), in this event loop; yields its base URL and state."""
+    if sock is None:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
     app = create_app(settings)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     task = asyncio.create_task(server.serve(sockets=[sock]))
