@@ -343,8 +343,7 @@ class ExampleList(BaseModel):
     examples: list[ExampleOut]
 
 
-class ReviewRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ReviewRequest(RequestBody):
 
     note: str | None = Field(default=None, max_length=4000, description="Why: kept with the decision.")
 
