@@ -278,3 +278,34 @@ async def test_hidden_columns_via_give_feedback(http_gw: Served, llm: ScriptedLL
     assert fed.is_error and fed.structured_content["code"] == "correction_blocked"
     assert "hidden_column" in fed.structured_content["codes"]
     assert_no_hidden(text_of(fed))
+
+
+async def test_tool_arguments_obey_the_http_bodies_rules(http_gw: Served, llm: ScriptedLLM) -> None:
+    """NUL (which Postgres text cannot hold) is refused in every tool's strings as the HTTP bodies refuse it:
+    `invalid_request` before anything runs, never an unaudited answer or a driver error from the store."""
+    token = await http_gw.key("dba", ("demo",))  # a dba: every tool
+    script(llm, sql("SELECT count(*) AS n FROM regions"))
+    nul = "\x00"
+    async with http_client(http_gw.url, token) as client:
+        asked = await client.call_tool("ask", {"database": "demo", "question": "How many regions?"})
+        request_id = asked.structured_content["request_id"]
+        llm_calls = len(llm.requests)
+        calls = {
+            "ask": {"database": "demo", "question": f"How many regions?{nul}"},
+            "ask ": {"database": "demo", "question": "How many regions?", "evidence": nul},
+            "give_feedback": {"request_id": request_id, "verdict": "correct", "note": f"fine{nul}"},
+            "give_feedback ": {"request_id": request_id, "verdict": "incorrect",
+                               "corrected_sql": f"SELECT 1 -- {nul}"},
+            "run_sql": {"database": "demo", "sql": f"SELECT 1 -- {nul}"},
+            "check_sql": {"sql": f"SELECT '{nul}'"},
+            "describe_schema": {"database": "demo", "tables": [f"regions{nul}"]},
+            "search_schema": {"database": "demo", "query": f"nord{nul}"},
+        }
+        answers = {name: await client.call_tool(name.strip(), args) for name, args in calls.items()}
+        fed = await client.call_tool("give_feedback", {"request_id": request_id, "verdict": "correct"})
+    for name, answer in answers.items():
+        assert answer.is_error, name
+        assert answer.structured_content["code"] == "invalid_request", (name, answer.structured_content)
+        assert "NUL" in answer.structured_content["detail"], name
+    assert len(llm.requests) == llm_calls  # the refused ask never reached the model
+    assert not fed.is_error and fed.structured_content["created"], fed.structured_content
