@@ -157,12 +157,26 @@ class Gateway:
         """The safety verdict for ``sql`` under ``database``'s policy (hidden names masked), without running it.
 
         Returns ``{"allowed", "statement_kind", "codes", "findings"}`` (findings as
-        :meth:`gateway.findings.Finding.as_dict`). Without ``database`` the default policy applies. A refusal
-        is a verdict, not an exception; ``sql_too_large`` and ``unknown_database`` raise.
+        :meth:`gateway.findings.Finding.as_dict`). Without ``database`` the SQL is checked under each
+        configured database the principal may use, and allowed only when every one of them allows it (else
+        the first refusing database's verdict); the default policy applies only when it may use none. A
+        refusal is a verdict, not an exception; ``sql_too_large`` and ``unknown_database`` raise.
         """
         if database is not None:
             principal.check_database(database)
-        return verdict_view(self.state, check_sql(self.state, sql, database), database)
+            return verdict_view(self.state, check_sql(self.state, sql, database), database)
+        # The default policy knows no rules: it would call a hidden column allowed that /v1/sql then refuses
+        # on the one database the key has. "Allowed" without a database means allowed wherever it may be run.
+        verdict: safety.Verdict | None = None
+        judged_by: str | None = None
+        for name in self.state.targets.by_name:
+            if principal.may_use(name):
+                verdict, judged_by = check_sql(self.state, sql, name), name
+                if not verdict.allowed:
+                    break
+        if verdict is None:
+            verdict = check_sql(self.state, sql, None)
+        return verdict_view(self.state, verdict, judged_by)
 
     async def sql(self, database: str, sql: str, *, max_rows: int | None = None,
                   principal: Principal = ANONYMOUS) -> SqlOutcome:

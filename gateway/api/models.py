@@ -50,7 +50,8 @@ class CheckRequest(RequestBody):
 
     sql: str = Field(description="The statement to check.", min_length=1)
     database: str | None = Field(default=None, description="Check with this database's policy (allowlist "
-                                 "additions, hidden objects, complexity limits); the default policy otherwise.")
+                                 "additions, hidden objects, complexity limits). Without it the SQL is allowed "
+                                 "only when every configured database the key may use allows it.")
 
 
 class FindingOut(BaseModel):

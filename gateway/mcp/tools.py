@@ -66,7 +66,8 @@ class SearchArgs(DatabaseArg):
 class CheckArgs(_Args):
     sql: str = Field(description="One SQL statement.", min_length=1)
     database: str | None = Field(default=None, description="Check with this database's policy and rules "
-                                 "(hidden tables and columns, extra functions, limits).")
+                                 "(hidden tables and columns, extra functions, limits). Without it: allowed "
+                                 "only when every database this key may use allows it.")
 
 
 class SqlArgs(DatabaseArg):

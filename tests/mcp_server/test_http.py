@@ -309,3 +309,23 @@ async def test_tool_arguments_obey_the_http_bodies_rules(http_gw: Served, llm: S
         assert "NUL" in answer.structured_content["detail"], name
     assert len(llm.requests) == llm_calls  # the refused ask never reached the model
     assert not fed.is_error and fed.structured_content["created"], fed.structured_content
+
+
+@pytest.mark.parametrize(("databases", "allowed"), [(("demo",), False), (("other",), True), (("*",), False),
+                                                    (("other", "demo"), False)])
+async def test_check_without_a_database_uses_the_rules_of_each_database_the_key_may_use(
+        http_gw: Served, databases: tuple[str, ...], allowed: bool) -> None:
+    """`demo` hides employees.salary, `other` (the same server) hides nothing: a check without `database` says
+    allowed only when every database the key may run the SQL on allows it, over HTTP and MCP alike."""
+    token = await http_gw.key("client", databases)
+    hidden = "SELECT max(salary) FROM employees"
+    async with http_client(http_gw.url, token) as client:
+        by_mcp = await client.call_tool("check_sql", {"sql": hidden})
+        plain = await client.call_tool("check_sql", {"sql": "SELECT count(*) FROM employees"})
+    async with httpx.AsyncClient(base_url=http_gw.base, headers={"Authorization": f"Bearer {token}"}) as http:
+        by_http = (await http.post("/v1/check", json={"sql": hidden})).json()["verdict"]
+    assert by_mcp.structured_content["allowed"] is allowed and by_http["allowed"] is allowed, (by_mcp, by_http)
+    if not allowed:
+        assert by_http["codes"] == by_mcp.structured_content["codes"] == ["hidden_column"]
+        assert_no_hidden(json.dumps(by_http) + text_of(by_mcp))
+    assert plain.structured_content["allowed"]
