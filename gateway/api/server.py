@@ -48,6 +48,7 @@ import struct
 import sys
 import tempfile
 import threading
+from asyncio import trsock
 from collections.abc import Callable, Generator
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -235,7 +236,7 @@ _SO_ATTACH_FILTER = 26
 _DROP_ALL = struct.pack("HBBI", 0x06, 0, 0, 0)  # BPF_RET | BPF_K, keep 0 bytes
 
 
-def refuse_new_connections(sock: socket.socket | asyncio.trsock.TransportSocket) -> bool:
+def refuse_new_connections(sock: socket.socket | trsock.TransportSocket) -> bool:
     """Make a listening socket complete no more handshakes while the connections it has queued can still be
     accepted; False where the platform cannot (the drain then relies on closing the listener alone).
 
