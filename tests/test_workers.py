@@ -168,3 +168,31 @@ def test_no_accepted_connection_goes_unanswered_during_the_drain(demo_dsn: str, 
     assert proc.returncode == 0, stderr
     assert outcomes.count("dropped") == 0, {o: outcomes.count(o) for o in set(outcomes)}
     assert "refused before the signal" not in outcomes and outcomes.count("refused") == len(threads)
+
+
+def test_a_worker_stopped_on_its_own_leaves_the_others_serving(demo_dsn: str, tmp_path: Path) -> None:
+    """SIGTERM to one worker (an operator, a memory watchdog) drains that worker only: the listener it shares
+    keeps taking connections for the others and for the worker started in its place."""
+    metrics_dir = tmp_path / "prometheus"
+    env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false",
+           "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60)
+    try:
+        first, second = _workers(proc.pid)
+        for sent in range(400):  # both serve (a worker still starting would stop before it listens)
+            assert httpx.get(base + ENDPOINT, timeout=30).status_code == 200
+            if sent % 10 == 9 and all(_served_by(metrics_dir, pid, tmp_path / str(sent)) for pid in (first, second)):
+                break
+        psutil.Process(first).send_signal(signal.SIGTERM)
+        psutil.Process(first).wait(timeout=60)
+        answers = [httpx.get(base + ENDPOINT, timeout=10).status_code for _ in range(20)]
+        assert answers == [200] * 20
+        for _ in range(600):  # the supervisor starts a new worker in its place
+            if len(_workers(proc.pid)) == 2:
+                break
+            time.sleep(0.1)
+        assert second in _workers(proc.pid) and len(_workers(proc.pid)) == 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr

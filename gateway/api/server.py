@@ -261,16 +261,21 @@ def refuse_new_connections(sock: socket.socket | trsock.TransportSocket) -> bool
 class DrainingServer(uvicorn.Server):
     """uvicorn's server, with the drain described in the module docstring and exit status 0 after it."""
 
-    def __init__(self, config: uvicorn.Config, drain: Drain, early: list[int] | None = None) -> None:
+    def __init__(self, config: uvicorn.Config, drain: Drain, early: list[int] | None = None, *,
+                 owns_listener: bool = True) -> None:
         super().__init__(config)
         self.drain = drain
         self.early = early if early is not None else []  # signals received before the handlers below
+        # A worker shares its listener with the others: the filter would stop them too (the supervisor sets
+        # it when the whole server drains), and a worker stopped on its own must not.
+        self.owns_listener = owns_listener
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.drain.start()  # at once, not at uvicorn's next tick: answers from now on close their connection
-        for server in getattr(self, "servers", []):
-            for listener in server.sockets:
-                refuse_new_connections(listener)
+        if self.owns_listener:
+            for server in getattr(self, "servers", []):
+                for listener in server.sockets:
+                    refuse_new_connections(listener)
         super().handle_exit(sig, frame)
 
     @contextlib.contextmanager
@@ -319,7 +324,7 @@ def run(app: FastAPI, settings: Settings, sockets: list[socket.socket] | None = 
     """Serve ``app`` on ``server.host:server.port`` (or ``sockets``) until SIGTERM or Ctrl-C, then drain and
     return. ``early``: signals that arrived before serving began (they stop the server once it started)."""
     drain = getattr(app.state, "drain", None) or Drain()
-    DrainingServer(_config(app, settings), drain, early).run(sockets=sockets)
+    DrainingServer(_config(app, settings), drain, early, owns_listener=sockets is None).run(sockets=sockets)
 
 
 def serve(settings: Settings, factory: AppFactory | None = None, workers: int | None = None) -> int:
