@@ -31,7 +31,8 @@ def check_command(
     """Validate rule files: YAML, keys and types, and every table and column against the live schema.
 
     Also checks the role the gateway connects as: it must not be able to read a hidden column, write
-    anything, create objects, or be a superuser or bypass RLS (fix: `rules grants DATABASE --apply`).
+    anything, create objects, or be a superuser or bypass RLS (each line says the fix: `rules grants
+    DATABASE --role ROLE --apply`, or a dedicated login role for a superuser or BYPASSRLS role).
     Prints one `file:line: message` (or `database ...: role ...`) per problem. Exit status: 0 clean
     (warnings allowed), 1 errors, 2 usage error or a database that could not be read.
     """
