@@ -2,10 +2,11 @@
 
 A Postgres message or hint can name a hidden column ("Perhaps you meant to reference the column
 "employees.salary"") and a safety finding names what it refused; neither may reach a client, a log line
-or a prompt. Database errors are masked where they become gateway errors (``gateway.execute.run`` through
-:meth:`gateway.execute.pool.Target.mask_error`, installed per database by :func:`install`), safety
-findings where they become a refusal (``gateway.client_sql``, ``gateway.pipeline``); traces, SSE events and
-reflection prompts are built from those, so they carry masked text too.
+or a prompt. A hint sentence naming one is dropped whole: even masked, it confirms the guess was close.
+Database errors are masked where they become gateway errors (``gateway.execute.run`` through
+:meth:`gateway.execute.pool.Target.mask_error`, installed per database by :func:`install`), safety findings
+where they become a refusal (``gateway.client_sql``, ``gateway.pipeline``); traces, SSE events and reflection
+prompts are built from those, so they carry masked text too.
 
 >>> names = hidden_names_of(frozenset({"employees.salary"}), frozenset())
 >>> mask('column "salar" does not exist; Perhaps you meant to reference the column "employees.salary".', names)
@@ -61,9 +62,26 @@ def mask_fields(value: Any, names: Sequence[str]) -> Any:
     return value
 
 
+def drop_naming(hint: str | None, names: Sequence[str]) -> str | None:
+    """A database hint without its sentences that name a hidden name (None when none is left): "Perhaps you
+    meant [hidden]" would still tell a client that a hidden column is spelled close to its guess.
+
+    >>> drop_naming('Perhaps you meant to reference the column "employees.salary".', ["employees.salary"])
+    >>> drop_naming('Perhaps you meant to reference the column "e.name".', ["employees.salary"])
+    'Perhaps you meant to reference the column "e.name".'
+    """
+    if not hint or not names:
+        return hint
+    kept = [s for s in re.split(r"(?<=[.!?])\s+", hint) if mask(s, names) == s]
+    return " ".join(kept) or None
+
+
 def mask_error(error: GatewayError, names: Sequence[str]) -> GatewayError:
-    """``error`` with its detail and every string field masked (the same object, changed in place)."""
+    """``error`` with its detail and every string field masked (the same object, changed in place); the
+    database's hint loses the sentences that name a hidden name (:func:`drop_naming`)."""
     if names:
+        if isinstance(error.extra.get("hint"), str):
+            error.extra["hint"] = drop_naming(error.extra["hint"], names)
         error.detail = mask(error.detail, names)
         error.args = (error.detail,)
         error.extra = mask_fields(error.extra, names)

@@ -189,23 +189,42 @@ class Gateway:
         """The safety verdict for ``sql`` under ``database``'s policy (hidden names masked), without running it.
 
         Returns ``{"allowed", "statement_kind", "codes", "findings"}`` (findings as
-        :meth:`gateway.findings.Finding.as_dict`). Without ``database`` the default policy applies. A refusal
-        is a verdict, not an exception; ``sql_too_large`` and ``unknown_database`` raise.
+        :meth:`gateway.findings.Finding.as_dict`). Without ``database`` the SQL is checked under each
+        configured database the principal may use, and allowed only when every one of them allows it (else
+        the first refusing database's verdict); the default policy applies only when it may use none. A
+        refusal is a verdict, not an exception; ``sql_too_large`` and ``unknown_database`` raise.
         """
         self.check_scope(principal, Operation.QUERY)
         if database is not None:
             principal.check_database(database)
+            verdict, executed = self._check_for(sql, database, principal)
+            view = verdict_view(self.state, verdict, database)
+            if executed is not None:
+                view["executed_sql"] = executed
+            return view
+        # The default policy knows no rules: it would call a hidden column allowed that /v1/sql then refuses
+        # on the one database the key has. "Allowed" without a database means allowed wherever it may be run.
+        found: safety.Verdict | None = None
+        judged_by: str | None = None
+        for name in self.state.targets.by_name:
+            if principal.may_use(name):
+                (found, _), judged_by = self._check_for(sql, name, principal), name
+                if not found.allowed:
+                    break
+        if found is None:
+            found = check_sql(self.state, sql, None)
+        return verdict_view(self.state, found, judged_by)
+
+    def _check_for(self, sql: str, database: str, principal: Principal) -> tuple[safety.Verdict, str | None]:
+        """The verdict on what would run on ``database`` for ``principal``, and that text when the rules'
+        row filters rewrote it. Relations not loaded yet (no query ran) count as unknown, so the answer errs
+        towards refusing."""
         verdict = check_sql(self.state, sql, database)
-        if database is None or not verdict.allowed or not row_policy.has_row_filters(self.state, database):
-            return verdict_view(self.state, verdict, database)
-        # With row filters, the verdict is the one on the text that would run for this caller; relations not
-        # loaded yet (no query ran) count as unknown, so the answer errs towards refusing.
+        if not verdict.allowed or not row_policy.has_row_filters(self.state, database):
+            return verdict, None
         run = row_policy.filter_with(self.state, database, sql, principal.claims,
                                      row_policy.cached_relations(self.state, database))
-        view = verdict_view(self.state, run.verdict, database)
-        if run.rewritten and run.verdict.allowed:
-            view["executed_sql"] = run.sql
-        return view
+        return run.verdict, (run.sql if run.rewritten and run.verdict.allowed else None)
 
     async def sql(self, database: str, sql: str, *, max_rows: int | None = None,
                   principal: Principal = ANONYMOUS) -> SqlOutcome:

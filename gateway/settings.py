@@ -161,6 +161,11 @@ class DatabaseSettings(BaseModel):
     description: str = Field(default="", description="What this database holds, shown in GET /v1/databases.")
     pool_min_size: int = Field(default=1, ge=0, description="Connections opened at start-up.")
     pool_max_size: int = Field(default=10, ge=1, description="Most connections open to this database.")
+    connect_backoff_s: float = Field(default=0.5, gt=0, description="After a failed connect or login (wrong "
+                                     "password, missing role, server down), no new connection is tried for this "
+                                     "long, doubled at each further failure; requests meanwhile answer "
+                                     "database_unavailable at once.")
+    connect_backoff_max_s: float = Field(default=30.0, gt=0, description="The longest connect backoff.")
     privilege_check: Literal["report", "fail", "off"] = Field(
         default="report", description="What an over-privileged role (reads a hidden column, can write, superuser, "
         "BYPASSRLS) does: report (log, metric, /readyz details), fail (also /readyz 503) or off.")

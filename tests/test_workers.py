@@ -7,6 +7,8 @@ import json
 import re
 import shutil
 import signal
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -104,3 +106,93 @@ def test_sigterm_drains_every_worker_and_removes_the_metrics_dir(demo_dsn: str, 
     assert sum(line["event"] == "Application shutdown complete." for line in lines) == started_apps
     assert any(line["event"] == "workers_stopped" and line["status"] == 0 for line in lines)
     assert not Path(started["metrics_dir"]).exists()  # the supervisor's own directory is removed
+
+
+def _one_request(port: int, request: bytes) -> str:
+    """'refused' (no connection), 'answered' (an HTTP response came) or 'dropped' (connected, no answer)."""
+    try:
+        conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+    except ConnectionRefusedError:
+        return "refused"
+    received = b""
+    try:
+        with conn:
+            conn.sendall(request)
+            while chunk := conn.recv(65536):
+                received += chunk
+    except OSError:  # reset, or no answer in 30 s
+        pass
+    return "answered" if received.startswith(b"HTTP/1.1 ") else "dropped"
+
+
+def test_no_accepted_connection_goes_unanswered_during_the_drain(demo_dsn: str, tmp_path: Path) -> None:
+    """A stream of requests, each on a new connection, while `serve --workers 2` drains on SIGTERM: each
+    connection the kernel accepted gets an HTTP answer (200, or 503 shutting_down); later ones are refused."""
+    env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false"}
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60)
+    port = int(base.rsplit(":", 1)[1])
+    body = json.dumps({"database": "demo", "sql": "SELECT pg_sleep(0.3)"}).encode()
+    requests = [
+        b"GET /v1/databases HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        b"POST /v1/sql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode() + body,
+    ]
+    outcomes: list[str] = []
+    signalled = threading.Event()
+
+    def client(request: bytes) -> None:
+        while True:
+            outcome = _one_request(port, request)
+            outcomes.append(outcome)
+            if outcome == "refused" and signalled.is_set():
+                return
+            if outcome == "refused":  # the server must listen until told to stop
+                outcomes.append("refused before the signal")
+                return
+
+    threads = [threading.Thread(target=client, args=(requests[i % 2],)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    try:
+        while outcomes.count("answered") < 40:
+            time.sleep(0.01)
+        signalled.set()
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=90)
+    finally:
+        signalled.set()
+        if proc.poll() is None:
+            proc.kill()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert outcomes.count("dropped") == 0, {o: outcomes.count(o) for o in set(outcomes)}
+    assert "refused before the signal" not in outcomes and outcomes.count("refused") == len(threads)
+
+
+def test_a_worker_stopped_on_its_own_leaves_the_others_serving(demo_dsn: str, tmp_path: Path) -> None:
+    """SIGTERM to one worker (an operator, a memory watchdog) drains that worker only: the listener it shares
+    keeps taking connections for the others and for the worker started in its place."""
+    metrics_dir = tmp_path / "prometheus"
+    env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false",
+           "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60)
+    try:
+        first, second = _workers(proc.pid)
+        for sent in range(400):  # both serve (a worker still starting would stop before it listens)
+            assert httpx.get(base + ENDPOINT, timeout=30).status_code == 200
+            if sent % 10 == 9 and all(_served_by(metrics_dir, pid, tmp_path / str(sent)) for pid in (first, second)):
+                break
+        psutil.Process(first).send_signal(signal.SIGTERM)
+        psutil.Process(first).wait(timeout=60)
+        answers = [httpx.get(base + ENDPOINT, timeout=10).status_code for _ in range(20)]
+        assert answers == [200] * 20
+        for _ in range(600):  # the supervisor starts a new worker in its place
+            if len(_workers(proc.pid)) == 2:
+                break
+            time.sleep(0.1)
+        assert second in _workers(proc.pid) and len(_workers(proc.pid)) == 2
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr

@@ -181,7 +181,11 @@ class GatewayMiddleware:
 
         if scope["path"] in UNBOUNDED_PATHS:
             try:
+                self._loopback_only(headers)
                 await call_app(receive)
+            except _Refused as refused:
+                close = True
+                await problem_response(refused.error, request_id)(scope, receive, send_wrapper)
             finally:
                 _observe(scope, status, started)
             return
@@ -257,6 +261,8 @@ class GatewayMiddleware:
         # learns where to get a token at all.
         if not is_console(scope["path"]) and scope["path"] not in UNAUTHENTICATED_PATHS:
             await self._authenticate(scope, headers)
+        else:
+            self._loopback_only(headers)
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
             raise _Refused(self._too_large())
@@ -268,6 +274,13 @@ class GatewayMiddleware:
         except TimeoutError:
             raise _Refused(errors.RequestTimeout(
                 f"the request body did not arrive within {self.body_timeout_s:g} s (server.body_timeout_s)")) from None
+
+    def _loopback_only(self, headers: dict[bytes, bytes]) -> None:
+        """Without API keys, refuse a request naming another host (DNS rebinding), also where no key is asked
+        for: probes, metrics and the console would otherwise serve a rebinding page."""
+        authenticator = self.authenticator()
+        if authenticator is not None and not authenticator.settings.enabled:
+            _addressed_to_loopback(headers)
 
     async def _authenticate(self, scope: Scope, headers: dict[bytes, bytes]) -> None:
         authenticator = self.authenticator()

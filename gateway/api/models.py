@@ -50,7 +50,8 @@ class CheckRequest(RequestBody):
 
     sql: str = Field(description="The statement to check.", min_length=1)
     database: str | None = Field(default=None, description="Check with this database's policy (allowlist "
-                                 "additions, hidden objects, complexity limits); the default policy otherwise.")
+                                 "additions, hidden objects, complexity limits). Without it the SQL is allowed "
+                                 "only when every configured database the key may use allows it.")
 
 
 class FindingOut(BaseModel):
@@ -346,8 +347,7 @@ class ExampleList(BaseModel):
     examples: list[ExampleOut]
 
 
-class ReviewRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ReviewRequest(RequestBody):
 
     note: str | None = Field(default=None, max_length=4000, description="Why: kept with the decision.")
 

@@ -15,14 +15,17 @@ The body itself is bounded by the middleware (:mod:`gateway.api.middleware`), wh
 own problem responses.
 
 :class:`DrainingServer` makes SIGTERM (and Ctrl-C) a drain that exits with status 0: from the signal on,
-every answer carries ``Connection: close`` and new requests on open connections answer 503
-``shutting_down``; the listener closes, idle kept-alive connections get a moment to send one last request
+the listener completes no new handshake (:func:`refuse_new_connections`) while the connections already
+queued are still accepted, every answer carries ``Connection: close`` and new requests on open connections
+answer 503 ``shutting_down``; the listener closes, idle kept-alive connections get a moment to send one last request
 (and learn the connection is closing), requests in flight finish within ``server.drain_timeout_s``, then the
 lifespan closes pools and the process exits.
 
 :func:`serve` runs one such server in this process, or with ``server.workers`` > 1 (``serve --workers N``)
 that many worker processes sharing one listening socket, under a supervisor that restarts a worker that
-dies, forwards SIGTERM and Ctrl-C to all of them (each drains as above) and exits 0 once all did. Each
+dies, on SIGTERM or Ctrl-C stops the listener's handshakes and lets go of its own copy of it (so that it
+closes with the last worker's, not when the supervisor exits with connections queued on it), forwards the
+signal to every worker (each drains as above) and exits 0 once all did. Each
 worker holds its own state: pools (``pool_max_size`` connections each), caches, rate limits, the in-flight
 and result bounds. Prometheus metrics are collected across workers through a directory of per-process
 files (``PROMETHEUS_MULTIPROC_DIR``; a temporary one the supervisor creates and removes when unset), so
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import math
 import multiprocessing
@@ -40,8 +44,11 @@ import os
 import shutil
 import signal
 import socket
+import struct
+import sys
 import tempfile
 import threading
+from asyncio import trsock
 from collections.abc import Callable, Generator
 from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
@@ -224,16 +231,51 @@ class _HeldHead:
         return getattr(self._transport, name)
 
 
+# SO_ATTACH_FILTER (Linux) with a classic BPF program of one instruction, "return 0": drop every packet.
+_SO_ATTACH_FILTER = 26
+_DROP_ALL = struct.pack("HBBI", 0x06, 0, 0, 0)  # BPF_RET | BPF_K, keep 0 bytes
+
+
+def refuse_new_connections(sock: socket.socket | trsock.TransportSocket) -> bool:
+    """Make a listening socket complete no more handshakes while the connections it has queued can still be
+    accepted; False where the platform cannot (the drain then relies on closing the listener alone).
+
+    Closing a listener resets the connections the kernel queued on it but nobody accepted yet: a client that
+    connected during a drain would lose its request without an answer. A socket filter that drops every
+    packet stops new handshakes (on the socket itself, so in every process sharing it) and leaves the queue
+    to the accept loops; a client that tries meanwhile retransmits its SYN and is refused once the listener
+    is closed.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    program = ctypes.create_string_buffer(_DROP_ALL)
+    fprog = struct.pack("HL", 1, ctypes.addressof(program))  # struct sock_fprog {len; filter pointer}
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_ATTACH_FILTER, fprog)
+    except OSError as exc:
+        log.warning("listener_filter_failed", error=str(exc))
+        return False
+    return True
+
+
 class DrainingServer(uvicorn.Server):
     """uvicorn's server, with the drain described in the module docstring and exit status 0 after it."""
 
-    def __init__(self, config: uvicorn.Config, drain: Drain, early: list[int] | None = None) -> None:
+    def __init__(self, config: uvicorn.Config, drain: Drain, early: list[int] | None = None, *,
+                 owns_listener: bool = True) -> None:
         super().__init__(config)
         self.drain = drain
         self.early = early if early is not None else []  # signals received before the handlers below
+        # A worker shares its listener with the others: the filter would stop them too (the supervisor sets
+        # it when the whole server drains), and a worker stopped on its own must not.
+        self.owns_listener = owns_listener
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.drain.start()  # at once, not at uvicorn's next tick: answers from now on close their connection
+        if self.owns_listener:
+            for server in getattr(self, "servers", []):
+                for listener in server.sockets:
+                    refuse_new_connections(listener)
         super().handle_exit(sig, frame)
 
     @contextlib.contextmanager
@@ -282,7 +324,7 @@ def run(app: FastAPI, settings: Settings, sockets: list[socket.socket] | None = 
     """Serve ``app`` on ``server.host:server.port`` (or ``sockets``) until SIGTERM or Ctrl-C, then drain and
     return. ``early``: signals that arrived before serving began (they stop the server once it started)."""
     drain = getattr(app.state, "drain", None) or Drain()
-    DrainingServer(_config(app, settings), drain, early).run(sockets=sockets)
+    DrainingServer(_config(app, settings), drain, early, owns_listener=sockets is None).run(sockets=sockets)
 
 
 def serve(settings: Settings, factory: AppFactory | None = None, workers: int | None = None) -> int:
@@ -337,6 +379,11 @@ class Supervisor:
                         log.warning("worker_died", pid=process.pid, exitcode=process.exitcode)
                         metrics.process_dead(process.pid)
                         processes[i] = self._start(sock)
+            # No new connection from now on (the queued ones are still accepted and answered by the workers),
+            # and let go of the listener so that it closes with the last worker's copy instead of holding
+            # connections the kernel accepted until this process exits and resets them.
+            refuse_new_connections(sock)
+            sock.close()
             return self._drain(processes)
         finally:
             for sig, handler in original.items():

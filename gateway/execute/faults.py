@@ -37,6 +37,19 @@ FAULTS: tuple[type[BaseException], ...] = (
 )
 
 
+class ConnectPaused(ConnectionError):
+    """No new connection to a target is tried now: it is backing off after failed attempts
+    (:mod:`gateway.execute.backoff`). Classified as its last failure, so a wrong password keeps naming
+    the password setting."""
+
+    def __init__(self, database: str, cause: BaseException, left_s: float, failures: int) -> None:
+        super().__init__(f"no new connection to {database!r} is tried for {left_s:.1f} s more after {failures} "
+                         f"failed attempt(s) (databases.{database}.connect_backoff_s); the last failed with "
+                         f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+        self.left_s = left_s
+
+
 def classify(exc: BaseException, *, connection_closed: bool | None = None) -> Fault | None:
     """The fault ``exc`` is, or None when it is not the database's or the network's (the SQL's, a bug).
 
@@ -44,6 +57,8 @@ def classify(exc: BaseException, *, connection_closed: bool | None = None) -> Fa
     connection's ``InterfaceError`` that is not about its state is the statement's (e.g. it expects bind
     parameters the gateway never sends).
     """
+    if isinstance(exc, ConnectPaused):
+        return classify(exc.cause) or Fault.UNAVAILABLE
     if isinstance(exc, asyncpg.exceptions.InvalidAuthorizationSpecificationError):
         return Fault.AUTH
     if isinstance(exc, asyncpg.exceptions.InvalidCatalogNameError):

@@ -16,7 +16,8 @@ from typing import Any, Literal
 import asyncpg
 
 from gateway import deadline, errors, masking
-from gateway.execute import statements, values
+from gateway.execute import faults, statements, values
+from gateway.execute.backoff import ConnectBackoff
 from gateway.execute.budget import ResultBudget
 from gateway.observability.logging import get_logger
 from gateway.settings import DatabaseSettings, Settings
@@ -80,6 +81,8 @@ async def _reset_connection(conn: asyncpg.Connection) -> None:
 def why_unavailable(exc: BaseException, database: str) -> str:
     """A failure to reach ``database`` in words a person can act on (no exception class names)."""
     variable = f"NL2SQL_DATABASES__{database.upper()}__PASSWORD"
+    if isinstance(exc, faults.ConnectPaused):
+        return f"{why_unavailable(exc.cause, database)} (no new attempt for {exc.left_s:.1f} s: connect_backoff_s)"
     if isinstance(exc, TimeoutError):
         return "no answer in time (is the server up and reachable from here?)"
     if isinstance(exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError):
@@ -97,7 +100,10 @@ def why_unavailable(exc: BaseException, database: str) -> str:
 async def create_pool(settings: DatabaseSettings, name: str = "") -> asyncpg.Pool:
     """A pool for one target; connects lazily when the database is down so start-up never fails on it."""
     password = settings.password.get_secret_value() if settings.password else None
+    backoff = ConnectBackoff(name, first_s=settings.connect_backoff_s, max_s=settings.connect_backoff_max_s)
     kwargs = dict(
+        # every new connection goes through the target's backoff: no login storm after a failed one
+        connect=backoff.connect,
         dsn=settings.dsn, password=password, max_size=settings.pool_max_size, init=_init_connection,
         reset=_reset_connection, command_timeout=None, max_inactive_connection_lifetime=300,
         # asyncpg's connect timeout defaults to 60 s: a database behind a network cut would hold each new

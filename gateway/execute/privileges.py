@@ -9,7 +9,7 @@ own connection can ask about a key's mapped role too.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 import asyncpg
@@ -125,5 +125,85 @@ async def run_admin_script(admin_dsn: str, sql: str) -> None:
     conn = await asyncpg.connect(admin_dsn)
     try:
         await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+# The grantee's memberships whose privileges it inherits (Postgres 16+ keeps the option per grant).
+MEMBERSHIPS_SQL = """
+SELECT r.rolname AS role, g.rolname AS grantor
+FROM pg_auth_members m
+JOIN pg_roles r ON r.oid = m.roleid JOIN pg_roles g ON g.oid = m.grantor JOIN pg_roles me ON me.oid = m.member
+WHERE me.rolname = $1 AND {inherits}
+ORDER BY 1, 2
+"""
+
+# Which of the candidate roles (a role name, 'public') may SELECT which of the columns.
+READERS_SQL = """
+SELECT c.s AS schema, c.t AS table, c.col AS column, who.name AS reader
+FROM unnest($2::text[], $3::text[], $4::text[]) AS c(s, t, col)
+CROSS JOIN unnest($1::text[]) AS who(name)
+WHERE has_column_privilege(who.name::name, format('%I.%I', c.s, c.t)::regclass, c.col, 'SELECT')
+ORDER BY 1, 2, 3, 4
+"""
+
+Column = tuple[str, str, str]  # schema, table, column
+
+
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """Where ``role``'s SELECT on given (hidden) columns comes from.
+
+    ``readable`` maps each column it may read to its sources: ``superuser``, ``PUBLIC``, ``role NAME`` (a
+    role it inherits from) or ``a direct grant`` (none of those, e.g. a grant made by another grantor).
+    ``inherited``: the (role, grantor) memberships through which it reads any of them.
+    """
+
+    role: str
+    exists: bool = True
+    superuser: bool = False
+    bypassrls: bool = False
+    readable: dict[Column, tuple[str, ...]] = field(default_factory=dict)
+    inherited: tuple[tuple[str, str], ...] = ()
+    inherit_per_grant: bool = True  # Postgres 16+: the inherit option is per membership grant
+
+    @property
+    def sources(self) -> list[str]:
+        """Every source, once, in a stable order."""
+        return sorted({s for found in self.readable.values() for s in found})
+
+
+async def exposure(conn: asyncpg.Connection, role: str, columns: list[Column]) -> Exposure:
+    """Where ``role`` may read ``columns`` from (asked of the catalogs through any connection)."""
+    row = await conn.fetchrow("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = $1", role)
+    if row is None:
+        return Exposure(role, exists=False, readable={})
+    per_grant = conn.get_server_version().major >= 16
+    inherits = "m.inherit_option" if per_grant else "me.rolinherit"
+    memberships = [(r["role"], r["grantor"]) for r in await conn.fetch(MEMBERSHIPS_SQL.format(inherits=inherits),
+                                                                        role)]
+    via = sorted({m for m, _ in memberships})
+    found = await conn.fetch(READERS_SQL, [role, "public", *via], [c[0] for c in columns], [c[1] for c in columns],
+                             [c[2] for c in columns])
+    readers: dict[Column, set[str]] = {}
+    for r in found:
+        readers.setdefault((r["schema"], r["table"], r["column"]), set()).add(r["reader"])
+    readable: dict[Column, tuple[str, ...]] = {}
+    for column, who in readers.items():
+        if role not in who:
+            continue
+        sources = (["superuser"] if row["rolsuper"] else []) + (["PUBLIC"] if "public" in who else [])
+        sources += [f"role {m!r}" for m in via if m in who]
+        readable[column] = tuple(sources or ["a direct grant"])
+    exposing = {m for m in via if any(m in who for column, who in readers.items() if column in readable)}
+    return Exposure(role, superuser=row["rolsuper"], bypassrls=row["rolbypassrls"], readable=readable,
+                    inherited=tuple((m, g) for m, g in memberships if m in exposing), inherit_per_grant=per_grant)
+
+
+async def admin_exposure(dsn: str, role: str, columns: list[Column], password: str | None = None) -> Exposure:
+    """:func:`exposure` over a connection of its own to ``dsn``."""
+    conn = await asyncpg.connect(dsn, password=password)
+    try:
+        return await exposure(conn, role, columns)
     finally:
         await conn.close()

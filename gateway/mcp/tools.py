@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp import types
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gateway.api.models import RequestBody
 from gateway.auth import Principal, Role
 from gateway.auth.access import required_role
 from gateway.auth.scopes import Operation
@@ -40,8 +41,9 @@ class Call:
     progress: Progress
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Args(RequestBody):
+    """Tool arguments obey the HTTP bodies' rules (unknown members and NUL refused: ``invalid_request``), so a
+    tool cannot take what the route doing the same refuses."""
 
 
 class NoArgs(_Args):
@@ -49,7 +51,7 @@ class NoArgs(_Args):
 
 
 class DatabaseArg(_Args):
-    database: str = Field(description="A database name from list_databases.")
+    database: str = Field(description="A database name from list_databases.", min_length=1, max_length=128)
 
 
 class DescribeArgs(DatabaseArg):
@@ -63,13 +65,15 @@ class SearchArgs(DatabaseArg):
 
 
 class CheckArgs(_Args):
-    sql: str = Field(description="One SQL statement.")
+    sql: str = Field(description="One SQL statement.", min_length=1)
     database: str | None = Field(default=None, description="Check with this database's policy and rules "
-                                 "(hidden tables and columns, extra functions, limits).")
+                                 "(hidden tables and columns, extra functions, limits). Without it: allowed "
+                                 "only when every database this key may use allows it.")
 
 
 class SqlArgs(DatabaseArg):
-    sql: str = Field(description="One read-only statement (SELECT, WITH ... SELECT, VALUES, TABLE, EXPLAIN).")
+    sql: str = Field(min_length=1, description="One read-only statement (SELECT, WITH ... SELECT, VALUES, "
+                     "TABLE, EXPLAIN).")
     max_rows: int = Field(default=DEFAULT_ROWS, ge=1, description="Return at most this many rows (the "
                           "database's max_rows caps it); `truncated` says when there were more.")
 
@@ -82,10 +86,10 @@ class AskArgs(DatabaseArg):
 
 
 class FeedbackArgs(_Args):
-    request_id: str = Field(description="The request_id of an ask result.")
+    request_id: str = Field(description="The request_id of an ask result.", min_length=1, max_length=128)
     verdict: Literal["correct", "incorrect"]
-    corrected_sql: str | None = Field(default=None, description="With 'incorrect': SQL that answers the "
-                                      "question (safety-checked and run before it is stored).")
+    corrected_sql: str | None = Field(default=None, min_length=1, description="With 'incorrect': SQL that "
+                                      "answers the question (safety-checked and run before it is stored).")
     note: str | None = Field(default=None, max_length=2000)
 
 

@@ -31,7 +31,8 @@ def check_command(
     """Validate rule files: YAML, keys and types, and every table and column against the live schema.
 
     Also checks the role the gateway connects as: it must not be able to read a hidden column, write
-    anything, create objects, or be a superuser or bypass RLS (fix: `rules grants DATABASE --apply`).
+    anything, create objects, or be a superuser or bypass RLS (each line says the fix: `rules grants
+    DATABASE --role ROLE --apply`, or a dedicated login role for a superuser or BYPASSRLS role).
     Warns about tables with a row_filter whose row level security is off, or does not apply to the role
     (it owns the table without FORCE, or is a superuser or BYPASSRLS).
     Prints one `file:line: message` (or `database ...: role ...`) per problem. Exit status: 0 clean
@@ -62,7 +63,7 @@ def check_command(
     for problem in problems:
         typer.echo(str(problem))
     for privilege in privileges:
-        typer.echo(f"{privilege} (fix: nl2sql-gateway rules grants {privilege.database} --apply --admin-dsn ...)")
+        typer.echo(f"{privilege} (fix: {privilege.fix})")
     errors = sum(p.severity == "error" for p in problems) + len(privileges)
     warnings = sum(p.severity == "warning" for p in problems)
     typer.echo(f"{errors} error(s), {warnings} warning(s) in the rules for {', '.join(names) or 'no database'}",
@@ -118,21 +119,32 @@ def grants_command(
                                                   "own DSN, which sees only what it may read already.")] = None,
     apply: Annotated[bool, typer.Option("--apply", help="Run the SQL with --admin-dsn instead of only "
                                                         "printing it.")] = False,
-    keep_public: Annotated[bool, typer.Option("--keep-public", help="Leave PUBLIC's catalog grants as they "
-                                                                    "are (they show other sessions' SQL).")] = False,
+    keep_public: Annotated[bool, typer.Option("--keep-public", help="Leave PUBLIC's grants as they are: on "
+                                              "tables with hidden columns (then --apply fails while PUBLIC can "
+                                              "read one) and on the catalog views that show other sessions' "
+                                              "SQL.")] = False,
+    revoke_inherited: Annotated[bool, typer.Option("--revoke-inherited", help="When the role reads hidden "
+                                                   "columns through a role it is a member of, stop it inheriting "
+                                                   "that role's privileges (REVOKE INHERIT OPTION; that role and "
+                                                   "its other members keep theirs). Without it such a role is "
+                                                   "named and --apply exits 1.")] = False,
     rules_dir: Annotated[Path | None, typer.Option(help="Rule files folder (default: the rules_dir "
                                                       "setting).", file_okay=False)] = None,
 ) -> None:
     """Print the SQL for a least-privilege role: SELECT on every visible column, nothing on hidden ones.
 
     USAGE on each schema, column-level SELECT on the columns the rules leave visible, everything else the
-    role held directly on those tables, schemas and the database revoked, and (unless --keep-public) the
-    catalog views that show other clients' SQL revoked from PUBLIC. Re-run it after changing hidden
-    columns. Exit status: 0 done, 1 rule files with errors or a failed --apply, 2 usage error.
+    role held directly on those tables, schemas and the database revoked, and (unless --keep-public)
+    PUBLIC's privileges on tables with hidden columns and on the catalog views that show other clients' SQL
+    revoked. --apply runs it, then asks Postgres (has_column_privilege) whether the role can still read a
+    hidden column, and names where from (PUBLIC, a role it inherits from, another grantor's grant). A
+    superuser or BYPASSRLS role gets no SQL: no grant limits it; use a dedicated login role. Re-run it after
+    changing hidden columns. Exit status: 0 done, 1 rule files with errors, a failed --apply, a role that
+    can still read hidden columns after it, or a superuser or BYPASSRLS role; 2 usage error.
     """
     from gateway.cli import _settings  # the one place that turns --config into Settings
-    from gateway.execute.privileges import login_role, run_admin_script
-    from gateway.rules.grants import database_grants
+    from gateway.execute.privileges import admin_exposure, login_role, run_admin_script
+    from gateway.rules.grants import GrantPlan, dedicated_role_fix, plan_grants, still_exposed
 
     settings = _settings(config)
     db = settings.databases.get(database)
@@ -145,25 +157,44 @@ def grants_command(
         raise typer.Exit(2)
     password = db.password.get_secret_value() if db.password else None
 
-    async def build() -> str:
+    async def build() -> GrantPlan:
         grantee = role or await login_role(db.dsn, password)
-        return await database_grants(admin_dsn or db.dsn, rules_dir or settings.rules_dir, database, grantee,
-                                     public_revokes=not keep_public, password=None if admin_dsn else password)
+        return await plan_grants(admin_dsn or db.dsn, rules_dir or settings.rules_dir, database, grantee,
+                                 public_revokes=not keep_public, revoke_inherited=revoke_inherited,
+                                 password=None if admin_dsn else password)
 
     try:
-        sql = asyncio.run(build())
+        plan = asyncio.run(build())
     except ValueError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from exc
-    typer.echo(sql, nl=False)
+    before = plan.before
+    if before.superuser or before.bypassrls:  # the same command again would not help
+        typer.echo(dedicated_role_fix(database, before.role, "superuser" if before.superuser else "bypassrls"),
+                   err=True)
+        raise typer.Exit(1)
+    typer.echo(plan.sql, nl=False)
+    if before.inherited and not revoke_inherited:
+        names = ", ".join(repr(m) for m in sorted({m for m, _ in before.inherited}))
+        typer.echo(f"role {before.role!r} reads hidden columns through role(s) {names} it is a member of: these "
+                   "grants do not change that; give them least privilege too, or add --revoke-inherited", err=True)
     if apply:
         assert admin_dsn is not None
         try:
-            asyncio.run(run_admin_script(admin_dsn, sql))
+            asyncio.run(run_admin_script(admin_dsn, plan.sql))
+            after = asyncio.run(admin_exposure(admin_dsn, before.role, plan.hidden))
         except Exception as exc:  # noqa: BLE001 - report any database refusal as a failed apply
             typer.echo(f"apply failed: {type(exc).__name__}: {exc}", err=True)
             raise typer.Exit(1) from exc
-        typer.echo(f"applied on database {database!r}", err=True)
+        left = still_exposed(database, after)
+        for line in left:
+            typer.echo(line, err=True)
+        if left:
+            typer.echo(f"applied on database {database!r}, but role {before.role!r} can still read hidden columns",
+                       err=True)
+            raise typer.Exit(1)
+        typer.echo(f"applied on database {database!r}; role {before.role!r} can read no hidden column "
+                   "(checked with has_column_privilege)", err=True)
 
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from gateway import errors
 from gateway.execute.introspect import Schema
 from gateway.execute.pool import Target
-from gateway.execute.privileges import RoleFacts, admin_schema, target_role_facts
+from gateway.execute.privileges import Column, Exposure, RoleFacts, admin_exposure, admin_schema, target_role_facts
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.rules.loading import load_ruleset, rule_files
@@ -72,6 +72,25 @@ class PrivilegeProblem:
         names = f": {', '.join(self.objects)}" if self.objects else ""
         return f"database {self.database!r}: role {self.role!r} {PROBLEMS[self.code]}{names}"
 
+    @property
+    def fix(self) -> str:
+        """What to run or do about it: no grant limits a superuser, and none stops BYPASSRLS."""
+        if self.code in ("superuser", "bypassrls"):
+            return dedicated_role_fix(self.database, self.role, self.code)
+        if self.code == "missing_role":
+            return f"create role {self.role!r}, or map the key to an existing one"
+        return f"nl2sql-gateway rules grants {self.database} --role {self.role} --apply --admin-dsn ..."
+
+
+def dedicated_role_fix(database: str, role: str, code: str) -> str:
+    """The fix for a role no grant can limit: a dedicated login role with least privilege."""
+    why = ("is a superuser: Postgres checks no privilege for it, so no grant hides a column"
+           if code == "superuser" else "bypasses row-level security (BYPASSRLS)")
+    return (f"role {role!r} {why}; give the gateway a dedicated login role instead: CREATE ROLE nl2sql_gateway "
+            f"LOGIN PASSWORD '...'; then `nl2sql-gateway rules grants {database} --role nl2sql_gateway --apply "
+            f"--admin-dsn ...` and point databases.{database}.dsn at it (the password in "
+            f"NL2SQL_DATABASES__{database.upper()}__PASSWORD)")
+
 
 def privilege_problems(facts: RoleFacts, rules: RuleSet) -> list[PrivilegeProblem]:
     """Everything ``facts.role`` may do beyond reading the visible columns of ``rules``."""
@@ -98,13 +117,18 @@ def privilege_problems(facts: RoleFacts, rules: RuleSet) -> list[PrivilegeProble
     return out
 
 
-def grants_sql(schema: Schema, rules: RuleSet, role: str, database: str, *, public_revokes: bool = True) -> str:
+def grants_sql(schema: Schema, rules: RuleSet, role: str, database: str, *, public_revokes: bool = True,
+               stop_inheriting: Iterable[tuple[str, str]] = (), inherit_per_grant: bool = True) -> str:
     """The SQL that leaves ``role`` exactly SELECT on the visible columns of ``schema`` (one transaction).
 
     ``schema`` must be introspected by a role that sees every table (an admin). Everything else ``role``
     held directly on these tables, their schemas and the database is revoked first, so running it again
-    after a rule change converges. With ``public_revokes``, PUBLIC also loses the catalog views that show
-    other clients' SQL (this affects every role of the database: grant them back to monitoring roles).
+    after a rule change converges. With ``public_revokes``, PUBLIC loses every privilege on tables with
+    hidden columns (a grant to PUBLIC is one to ``role``) and the catalog views that show other clients'
+    SQL (this affects every role of the database: grant them back to the roles that need them).
+    ``stop_inheriting``: (role, grantor) memberships of ``role`` whose privileges it stops inheriting (the
+    roles keep theirs, and SET ROLE to them still works); before Postgres 16 (``inherit_per_grant``
+    False) the role inherits from no role at all.
 
     >>> from gateway.execute.introspect import ColumnInfo, TableInfo
     >>> t = TableInfo("public", "employees", "table", None, 0,
@@ -138,6 +162,8 @@ def grants_sql(schema: Schema, rules: RuleSet, role: str, database: str, *, publ
         for table in sorted((t for t in schema.tables if t.schema == schema_name), key=lambda t: t.name):
             columns = [c.name for c in table.columns if not _hidden(rules, table.schema, table.name, c.name)]
             hidden_count += len(table.columns) - len(columns)
+            if public_revokes and len(columns) < len(table.columns):  # PUBLIC's grants are every role's
+                grants.append(f"REVOKE ALL ON TABLE {s}.{_ident(table.name)} FROM PUBLIC;")
             if columns:
                 cols = ", ".join(_ident(c) for c in columns)
                 grants.append(f"GRANT SELECT ({cols}) ON TABLE {s}.{_ident(table.name)} TO {r};")
@@ -146,6 +172,13 @@ def grants_sql(schema: Schema, rules: RuleSet, role: str, database: str, *, publ
         else:
             lines.append(f"REVOKE USAGE ON SCHEMA {s} FROM {r};")
     lines += ["", f"-- {hidden_count} hidden column(s) get no grant."]
+    inheriting = sorted(set(stop_inheriting))
+    if inheriting:
+        lines += ["", f"-- Roles {role!r} inherits hidden columns from: it stops inheriting their privileges."]
+        if inherit_per_grant:
+            lines += [f"REVOKE INHERIT OPTION FOR {_ident(m)} FROM {r} GRANTED BY {_ident(g)};" for m, g in inheriting]
+        else:
+            lines.append(f"ALTER ROLE {r} NOINHERIT;  -- before Postgres 16: from every role")
     if public_revokes:
         lines += ["", "-- PUBLIC's catalog views that show other clients' SQL (every role of this database)."]
         for kind, name, why in PUBLIC_REVOKES:
@@ -197,13 +230,63 @@ async def database_grants(admin_dsn: str, rules_dir: Path, database: str, role: 
 
     Raises ValueError when the rule files do not load: grants from broken rules could expose what they hide.
     """
+    plan = await plan_grants(admin_dsn, rules_dir, database, role, public_revokes=public_revokes, password=password)
+    return plan.sql
+
+
+@dataclass(frozen=True, slots=True)
+class GrantPlan:
+    """The grants script for a role, and where the role may read hidden columns from before it runs."""
+
+    sql: str
+    hidden: list[Column]
+    before: Exposure
+
+
+async def plan_grants(admin_dsn: str, rules_dir: Path, database: str, role: str, *, public_revokes: bool = True,
+                      revoke_inherited: bool = False, password: str | None = None) -> GrantPlan:
+    """:func:`grants_sql` with the role's exposure; with ``revoke_inherited`` the script also stops the role
+    inheriting from the roles it reads hidden columns through. ValueError on rule files with errors."""
     rules, problems = load_ruleset(database, rule_files(Path(rules_dir), database))
     broken = [str(p) for p in problems if p.severity == "error"]
     if broken:
         raise ValueError("the rule files have errors; fix them first (`nl2sql-gateway rules check`):\n"
                          + "\n".join(broken))
     schema, pg_database = await admin_schema(admin_dsn, database, password)
-    return grants_sql(schema, rules, role, pg_database, public_revokes=public_revokes)
+    hidden = hidden_columns(schema, rules)
+    before = await admin_exposure(admin_dsn, role, hidden, password)
+    sql = grants_sql(schema, rules, role, pg_database, public_revokes=public_revokes,
+                     stop_inheriting=before.inherited if revoke_inherited else (),
+                     inherit_per_grant=before.inherit_per_grant)
+    return GrantPlan(sql, hidden, before)
+
+
+def hidden_columns(schema: Schema, rules: RuleSet) -> list[Column]:
+    """Every (schema, table, column) of ``schema`` the rules hide."""
+    return [(t.schema, t.name, c.name) for t in schema.tables for c in t.columns
+            if _hidden(rules, t.schema, t.name, c.name)]
+
+
+def still_exposed(database: str, after: Exposure) -> list[str]:
+    """Why ``after`` (the exposure re-read once the grants ran) still leaves hidden columns readable, one line
+    per cause and the columns it exposes; empty when the grants converged."""
+    if after.superuser or after.bypassrls:
+        return [dedicated_role_fix(database, after.role, "superuser" if after.superuser else "bypassrls")]
+    by_source: dict[str, list[str]] = {}
+    for (s, t, c), sources in sorted(after.readable.items()):
+        for source in sources:
+            by_source.setdefault(source, []).append(f"{_name(s, t)}.{c}")
+    hints = {"PUBLIC": "PUBLIC holds a grant on them (run without --keep-public to revoke it)",
+             "a direct grant": "a grant to the role that the admin DSN could not revoke (another grantor's)"}
+    for member, _ in after.inherited:
+        hints[f"role {member!r}"] = (f"it inherits them from role {member!r}: give that role least privilege "
+                                     f"(`nl2sql-gateway rules grants {database} --role {member} --apply ...`) or "
+                                     "stop inheriting it (--revoke-inherited)")
+    lines = []
+    for source, columns in by_source.items():
+        why = hints.get(source, source)
+        lines.append(f"role {after.role!r} can still read hidden columns {', '.join(columns)}: {why}")
+    return lines
 
 
 async def check_target(target: Target, rules: RuleSet, roles: Iterable[str | None] = (None,)) -> list[PrivilegeProblem]:
@@ -269,7 +352,7 @@ async def check_privileges(targets: dict[str, Target], rules_for: Callable[[str]
         if log_each:
             if found:
                 log.warning("role_privileges", database=name, problems=[p.summary for p in found],
-                            fix=f"nl2sql-gateway rules grants {name} --apply --admin-dsn ...")
+                            fix=sorted({p.fix for p in found}))
             else:
                 log.info("role_privileges", database=name, problems=[])
     return report

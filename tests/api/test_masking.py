@@ -13,7 +13,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from gateway.api.app import create_app
-from gateway.masking import hidden_names_of, mask
+from gateway.masking import drop_naming, hidden_names_of, mask
 from gateway.settings import DatabaseSettings, LLMSettings, Settings
 from gateway.testing.scripted_llm import ScriptedLLM
 
@@ -60,9 +60,26 @@ async def test_postgres_hints_naming_a_hidden_column_are_masked(http: httpx.Asyn
     assert response.status_code == 422, response.text
     body = response.json()
     assert body["code"] == "query_error" and body["sqlstate"] == "42703"
-    assert "[hidden]" in (body.get("hint") or ""), body  # Postgres did name it
+    # Postgres named it in its hint: the whole sentence goes, "Perhaps you meant [hidden]" would confirm the
+    # guess is close to a hidden name.
+    assert body.get("hint") is None, body
+    assert "Perhaps you meant" not in response.text and "[hidden]" not in response.text, body
     assert_no_hidden(response.text)
     assert_no_hidden(json.dumps(logs, default=str))
+
+
+async def test_hints_naming_visible_columns_stay(http: httpx.AsyncClient) -> None:
+    response = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT e.employe_id FROM employees e"})
+    assert response.status_code == 422 and response.json()["sqlstate"] == "42703", response.text
+    assert response.json()["hint"] == 'Perhaps you meant to reference the column "e.employee_id".'
+
+
+def test_hint_sentences_naming_a_hidden_name_are_dropped_whole() -> None:
+    names = hidden_names_of(["employees.salary"], [])
+    assert drop_naming('Perhaps you meant to reference the column "e.salary". Check the spelling.', names) == (
+        "Check the spelling.")
+    assert drop_naming('Perhaps you meant to reference the column "e"."SALARY".', names) is None
+    assert drop_naming("Perhaps you meant salary_band.", names) == "Perhaps you meant salary_band."
 
 
 async def test_safety_findings_do_not_name_what_they_refused(http: httpx.AsyncClient) -> None:

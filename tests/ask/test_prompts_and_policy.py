@@ -22,7 +22,7 @@ async def test_hidden_columns_never_reach_a_prompt(demo_dsn: str, llm: ScriptedL
     (dirs["rules"] / "demo.yaml").write_text(
         "tables:\n  customers:\n    columns:\n      company_name: {hidden: true}\n"
     )
-    # A near-miss makes Postgres suggest the hidden column in its hint; that hint must be masked.
+    # A near-miss makes Postgres suggest the hidden column in its hint; that hint must be dropped.
     script(llm, sql("SELECT compnay_name FROM customers LIMIT 5"),
            sql("SELECT compnay_name AS company FROM customers LIMIT 5"),
            sql("SELECT count(*) AS customers FROM customers WHERE segment = 'Enterprise'"))
@@ -31,7 +31,8 @@ async def test_hidden_columns_never_reach_a_prompt(demo_dsn: str, llm: ScriptedL
                                   evidence="company means the customer's business")
     answer = response.json()
     assert answer["attempts"][0]["findings"][0]["code"] == "exec_error"
-    assert "[hidden]" in answer["attempts"][0]["findings"][0]["hint"]  # Postgres did suggest it
+    # Postgres did suggest it in a hint: the sentence is gone ("Perhaps you meant [hidden]" confirms the guess)
+    assert answer["attempts"][0]["findings"][0].get("hint") is None, answer["attempts"][0]["findings"][0]
     assert len(llm.requests) >= 2
     for request in llm.requests:
         assert "company_name" not in request.text.lower()

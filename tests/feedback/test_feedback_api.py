@@ -182,11 +182,18 @@ async def test_nul_characters_are_refused_by_every_request_body(demo_dsn: str, f
     }
     async with gateway(settings_for(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
         await answered(state, "req-1")
+        assert state.store is not None
+        example = await examples.add(state.store.pool, database="demo", question=case(1).question,
+                                     sql=case(1).correct_sql, source="feedback")
+        bodies[f"/v1/examples/{example}/approve"] = [{"note": "looks right\x00"}]
+        bodies[f"/v1/examples/{example}/reject"] = [{"note": "\x00"}]
         answers = [(path, await http.post(path, json=body, headers={"X-Client-Id": "alice"}))
                    for path, group in bodies.items() for body in group]
+        still_proposed = await examples.get(state.store.pool, example)
         rows = await count(state, "feedback")
         still_served = await post(http, {"request_id": "req-1", "verdict": "correct"})
     for path, answer in answers:
         assert answer.status_code == 422, (path, answer.text)
         assert answer.json()["code"] == "invalid_request" and "NUL" in answer.json()["detail"], path
     assert rows == 0 and still_served.status_code == 201
+    assert still_proposed is not None and still_proposed.status == "proposed"

@@ -301,3 +301,54 @@ async def test_give_feedback_is_for_the_asker_only(http_gw: Served, llm: Scripte
         own = await client.call_tool("give_feedback", {"request_id": request_id, "verdict": "correct"})
     assert not own.is_error and own.structured_content["created"] is True
     assert own.structured_content["example_status"] == "proposed"
+
+
+async def test_tool_arguments_obey_the_http_bodies_rules(http_gw: Served, llm: ScriptedLLM) -> None:
+    """NUL (which Postgres text cannot hold) is refused in every tool's strings as the HTTP bodies refuse it:
+    `invalid_request` before anything runs, never an unaudited answer or a driver error from the store."""
+    token = await http_gw.key("dba", ("demo",))  # a dba: every tool
+    script(llm, sql("SELECT count(*) AS n FROM regions"))
+    nul = "\x00"
+    async with http_client(http_gw.url, token) as client:
+        asked = await client.call_tool("ask", {"database": "demo", "question": "How many regions?"})
+        request_id = asked.structured_content["request_id"]
+        llm_calls = len(llm.requests)
+        calls = {
+            "ask": {"database": "demo", "question": f"How many regions?{nul}"},
+            "ask ": {"database": "demo", "question": "How many regions?", "evidence": nul},
+            "give_feedback": {"request_id": request_id, "verdict": "correct", "note": f"fine{nul}"},
+            "give_feedback ": {"request_id": request_id, "verdict": "incorrect",
+                               "corrected_sql": f"SELECT 1 -- {nul}"},
+            "run_sql": {"database": "demo", "sql": f"SELECT 1 -- {nul}"},
+            "check_sql": {"sql": f"SELECT '{nul}'"},
+            "describe_schema": {"database": "demo", "tables": [f"regions{nul}"]},
+            "search_schema": {"database": "demo", "query": f"nord{nul}"},
+        }
+        answers = {name: await client.call_tool(name.strip(), args) for name, args in calls.items()}
+        fed = await client.call_tool("give_feedback", {"request_id": request_id, "verdict": "correct"})
+    for name, answer in answers.items():
+        assert answer.is_error, name
+        assert answer.structured_content["code"] == "invalid_request", (name, answer.structured_content)
+        assert "NUL" in answer.structured_content["detail"], name
+    assert len(llm.requests) == llm_calls  # the refused ask never reached the model
+    assert not fed.is_error and fed.structured_content["created"], fed.structured_content
+
+
+@pytest.mark.parametrize(("databases", "allowed"), [(("demo",), False), (("other",), True), (("*",), False),
+                                                    (("other", "demo"), False)])
+async def test_check_without_a_database_uses_the_rules_of_each_database_the_key_may_use(
+        http_gw: Served, databases: tuple[str, ...], allowed: bool) -> None:
+    """`demo` hides employees.salary, `other` (the same server) hides nothing: a check without `database` says
+    allowed only when every database the key may run the SQL on allows it, over HTTP and MCP alike."""
+    token = await http_gw.key("client", databases)
+    hidden = "SELECT max(salary) FROM employees"
+    async with http_client(http_gw.url, token) as client:
+        by_mcp = await client.call_tool("check_sql", {"sql": hidden})
+        plain = await client.call_tool("check_sql", {"sql": "SELECT count(*) FROM employees"})
+    async with httpx.AsyncClient(base_url=http_gw.base, headers={"Authorization": f"Bearer {token}"}) as http:
+        by_http = (await http.post("/v1/check", json={"sql": hidden})).json()["verdict"]
+    assert by_mcp.structured_content["allowed"] is allowed and by_http["allowed"] is allowed, (by_mcp, by_http)
+    if not allowed:
+        assert by_http["codes"] == by_mcp.structured_content["codes"] == ["hidden_column"]
+        assert_no_hidden(json.dumps(by_http) + text_of(by_mcp))
+    assert plain.structured_content["allowed"]
