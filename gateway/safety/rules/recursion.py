@@ -185,12 +185,12 @@ def _walks(term: JSON, name: str) -> bool:
             quals.append(body.get("quals"))
         else:
             items.append((kind, body))
-    if any(kind != "RangeVar" for kind, _ in items) or _fans_out(term):
+    if any(kind != "RangeVar" and not _filtered_table(kind, body) for kind, body in items) or _fans_out(term):
         return False
-    own = {b.get("alias", {}).get("aliasname") or name for _, b in items
-           if b.get("relname") == name and not b.get("schemaname")}
-    tables = {b.get("alias", {}).get("aliasname") or b.get("relname") for _, b in items
-              if not (b.get("relname") == name and not b.get("schemaname"))}
+    own = {b.get("alias", {}).get("aliasname") or name for k, b in items
+           if k == "RangeVar" and b.get("relname") == name and not b.get("schemaname")}
+    tables = {b.get("alias", {}).get("aliasname") or b.get("relname") for k, b in items
+              if not (k == "RangeVar" and b.get("relname") == name and not b.get("schemaname"))}
     if not own or not tables:
         return False
     for conjunct in (c for q in quals for c in _conjuncts(q)):
@@ -201,6 +201,24 @@ def _walks(term: JSON, name: str) -> bool:
         if (sides[0] in own and sides[1] in tables) or (sides[1] in own and sides[0] in tables):
             return True
     return False
+
+
+def _filtered_table(kind: str, body: JSON) -> bool:
+    """A derived table that is one table's stored rows, filtered: ``(SELECT * FROM t WHERE ...) AS a`` (the
+    shape the rules' row filters give every filtered table). It yields a subset of the table's rows, one each,
+    so a walk over it is a walk over stored data."""
+    if kind != "RangeSubselect" or body.get("lateral"):
+        return False
+    sub_kind, sub = unwrap(body.get("subquery"))
+    if sub_kind != "SelectStmt" or sub.get("op", "SETOP_NONE") != "SETOP_NONE" or sub.get("withClause"):
+        return False
+    if any(sub.get(k) for k in ("groupClause", "havingClause", "distinctClause", "windowClause", "valuesLists")):
+        return False
+    source = sub.get("fromClause") or ()
+    if len(source) != 1 or unwrap(source[0])[0] != "RangeVar" or _fans_out(sub):
+        return False
+    # Only plain column references or * in the targets: no aggregate, no function that builds rows or values.
+    return all(unwrap(unwrap(t)[1].get("val"))[0] == "ColumnRef" for t in sub.get("targetList", ()))
 
 
 def _fans_out(term: JSON) -> bool:

@@ -45,3 +45,5 @@ WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT i FROM n 
 SELECT count(*) FROM products WHERE to_tsvector(name) @@ to_tsquery('simple', 'lamp') && plainto_tsquery(name)
 -- case: constant jsonpath with a harmless like_regex behind a cast
 SELECT count(*) FROM events WHERE payload @? '$.page ? (@ like_regex "^/p")'::jsonpath
+-- case: a walk over a table's filtered rows (the shape the rules' row filters give a filtered table)
+WITH RECURSIVE chain(order_id, depth) AS (SELECT order_id, 1 FROM (SELECT * FROM orders AS f WHERE f.status <> 'x') AS o WHERE o.sales_rep_id IS NULL UNION ALL SELECT o.order_id, c.depth + 1 FROM (SELECT * FROM orders AS f WHERE f.status <> 'x') AS o JOIN chain c ON o.customer_id = c.order_id) SELECT count(*) FROM chain

@@ -114,3 +114,11 @@ SELECT count(*) FROM orders o CROSS JOIN unnest(ARRAY[1, 2, 3]) AS u(x)
 -- case: an unaliased constant series joined on a constant
 -- expect: cartesian_product
 SELECT count(*) FROM products p JOIN generate_series(1, 5000) ON 1 = 1
+
+-- case: a walk over a derived table that multiplies rows is no walk over stored data
+-- expect: unbounded_recursion
+WITH RECURSIVE chain(order_id) AS (SELECT 1 UNION ALL SELECT o.order_id FROM (SELECT generate_series(1, 1000) AS order_id, customer_id FROM orders) AS o JOIN chain c ON o.customer_id = c.order_id) SELECT count(*) FROM chain
+
+-- case: a walk over a grouped derived table
+-- expect: unbounded_recursion
+WITH RECURSIVE chain(n) AS (SELECT 1 UNION ALL SELECT o.n FROM (SELECT count(*) AS n FROM orders) AS o JOIN chain c ON o.n = c.n) SELECT count(*) FROM chain
