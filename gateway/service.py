@@ -359,7 +359,8 @@ class Gateway:
             report = await report_privileges(state, log_each=False)  # bounded per database
         if report is None:
             report = PrivilegeReport()
-        privileges = {t.name: report.details(t.name) for t in targets if t.settings.privilege_check != "off"}
+        # Kinds of problem only, no role names: /readyz is public (the DBA's rules view names them).
+        privileges = {t.name: report.public(t.name) for t in targets if t.settings.privilege_check != "off"}
         failing = [t.name for t in targets if t.settings.privilege_check == "fail" and privileges[t.name]]
         # Rules that cannot be read: a database served from its last good set is ready (with the reason);
         # one not served at all is not. Reasons in words, no paths and no hidden names: /readyz is public.

@@ -313,10 +313,17 @@ class PrivilegeReport:
         return time.monotonic() - self.checked_at > RECHECK_S
 
     def details(self, database: str) -> list[str]:
-        """Summaries without object names: /readyz is public and must not name hidden columns."""
+        """Summaries without object names, for logs and the DBA's rules view (they name the roles)."""
         if database in self.unchecked:
             return [f"not checked: {self.unchecked[database]}"]
         return [p.summary for p in self.problems.get(database, ())]
+
+    def public(self, database: str) -> list[str]:
+        """What /readyz may say to anyone: which kinds of problem there are, naming no role, table or column
+        (``rules check`` and the DBA's rules view name them)."""
+        if database in self.unchecked:
+            return ["not checked"]
+        return sorted({f"a role {PROBLEMS[p.code]}" for p in self.problems.get(database, ())})
 
 
 _reported: dict[str, set[tuple[str, str]]] = {}  # label sets set per database, zeroed once fixed
