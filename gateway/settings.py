@@ -450,6 +450,15 @@ class OidcSettings(BaseModel):
                                              "in the protected-resource metadata; empty: `[issuer]`.")
     scopes_supported: list[str] = Field(default_factory=list, description="Scopes named in the "
                                         "protected-resource metadata.")
+    console_client_id: str | None = Field(default=None, description="The web console's OAuth client id at the "
+                                          "authorization server: a public client (no secret, PKCE S256) whose "
+                                          "redirect URI is the console's own URL (https://<gateway>/console/). "
+                                          "Unset: the console signs in with API keys only.")
+    console_scopes: list[str] = Field(default_factory=list, description="Scopes the console asks for; empty: "
+                                      "`openid`, `offline_access` (a refresh token) and `required_scopes`.")
+    console_resource: str | None = Field(default=None, description="RFC 8707 `resource` the console sends with "
+                                         "its authorization and token requests, for an authorization server that "
+                                         "picks the token's audience from it; unset: none is sent.")
 
     @field_validator("algorithms")
     @classmethod
@@ -471,6 +480,13 @@ class OidcSettings(BaseModel):
     @property
     def audiences(self) -> list[str]:
         return [self.audience] if isinstance(self.audience, str) else list(self.audience)
+
+    @property
+    def console_scope_list(self) -> list[str]:
+        """The scopes the console asks for: as configured, else ``openid offline_access`` + required scopes."""
+        if self.console_scopes:
+            return list(self.console_scopes)
+        return list(dict.fromkeys(["openid", "offline_access", *self.required_scopes]))
 
     @property
     def resource_authorization_servers(self) -> list[str]:

@@ -14,8 +14,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from gateway import errors
 from gateway.auth.keys import Principal, Role
 
-# Probes and Prometheus must work without a key; keep /metrics off the public network (see docs).
-PUBLIC_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
+# Probes and Prometheus must work without a key; keep /metrics off the public network (see docs). The
+# console's sign-in options must be readable before anyone has signed in: a client id and the identity
+# provider's public endpoints, nothing else (gateway.api.console).
+PUBLIC_ROUTES = frozenset({"/healthz", "/readyz", "/metrics", "/console/config.json"})
 
 # Path templates as routes declare them; a prefix entry ends with "*".
 ROUTE_ROLES: dict[str, Role] = {
