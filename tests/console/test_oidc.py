@@ -29,7 +29,7 @@ from gateway.settings import AuthSettings, OidcSettings
 from gateway.testing.authserver import AuthServer, authorization_url, pkce_pair
 from tests.conftest import PgServer
 from tests.console.conftest import Console, admin, serve_console
-from tests.console.test_browser import console_errors, find, visible, wait
+from tests.console.test_browser import console_errors, find, screenshot, visible, wait
 from tests.serving import free_port
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
@@ -215,7 +215,9 @@ def test_alice_signs_in_with_the_idp_runs_sql_as_herself_and_signs_out(browser: 
     idp.add_client(CLIENT_ID, [sso.url])
     idp.login_as("alice")
     browser.get(sso.url + "#ask")
-    wait(browser, visible("#oidc-signin"), "the sign-in button").click()
+    button = wait(browser, visible("#oidc-signin"), "the sign-in button")
+    screenshot(browser, "sign-in-oidc")
+    button.click()
     wait(browser, lambda d: "alice (client)" in who(d), "alice named after the round trip")
     # Nothing of the answer stays in the address bar or the history entry; the page she was on is back.
     assert browser.current_url == sso.url + "#ask"
