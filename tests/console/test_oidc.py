@@ -14,6 +14,7 @@ import json
 import os
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -114,6 +115,19 @@ async def test_the_page_may_fetch_the_token_endpoint_and_nothing_else_foreign(ss
     assert api.status_code == 401  # the API behind it still needs a key or a token
 
 
+async def test_without_the_idps_metadata_the_page_offers_api_keys_and_says_why(pg: PgServer, demo_dsn: str,
+                                                                              tmp_path: Path) -> None:
+    dead = OidcSettings(issuer=f"http://127.0.0.1:{free_port()}", audience="gw", console_client_id=CLIENT_ID,
+                        http_timeout_s=2.0)
+    async with serve_console(pg, demo_dsn, tmp_path, dead) as served, httpx.AsyncClient(base_url=served.base) as http:
+        config = (await http.get("/console/config.json")).json()
+        page = await http.get("/console/")
+        me = await http.get("/v1/whoami", headers={"Authorization": f"Bearer {served.keys['client']}"})
+    assert config["oidc"] is None and config["api_key"] is True and "discovery" in config["oidc_error"]
+    assert page.headers["content-security-policy"] == CSP
+    assert me.status_code == 200  # the API key path does not depend on the identity provider
+
+
 def test_signin_doctests() -> None:
     assert doctest.testmod(gateway.auth.signin).failed == 0
 
@@ -210,8 +224,8 @@ def who(driver: Any) -> str:
     return str(find(driver, "#who").text)
 
 
-def test_alice_signs_in_with_the_idp_runs_sql_as_herself_and_signs_out(browser: Any, sso: Console,
-                                                                       idp: AuthServer) -> None:
+def test_alice_signs_in_with_the_idp_runs_sql_as_herself_and_signs_out(browser: Any, sso: Console, idp: AuthServer,
+                                                                       capfd: pytest.CaptureFixture[str]) -> None:
     idp.add_client(CLIENT_ID, [sso.url])
     idp.login_as("alice")
     browser.get(sso.url + "#ask")
@@ -237,6 +251,9 @@ def test_alice_signs_in_with_the_idp_runs_sql_as_herself_and_signs_out(browser: 
     assert storage(browser, "nl2sql.oidc") is None
     assert tokens["refresh_token"] not in idp.refresh_tokens  # revoked at the identity provider
     assert api_call(browser, "GET", "../v1/whoami")["error"].startswith("The gateway did not accept")
+    logged = "".join(capfd.readouterr())
+    assert "/v1/whoami" in logged  # the gateway's request log is captured here, and holds no token
+    assert tokens["access_token"] not in logged and tokens["refresh_token"] not in logged
 
 
 def test_a_refused_access_token_is_refreshed_once_and_the_call_goes_through(browser: Any, sso: Console,
@@ -276,8 +293,8 @@ def _code_for(idp: AuthServer, sso: Console, challenge: str, state: str) -> str:
     return parse_qs(urlsplit(answer.headers["location"]).query)["code"][0]
 
 
-def test_a_forged_or_replayed_answer_is_refused_and_its_code_never_exchanged(browser: Any, sso: Console,
-                                                                            idp: AuthServer) -> None:
+def test_a_forged_or_replayed_answer_is_refused_and_its_code_never_exchanged(
+        browser: Any, sso: Console, idp: AuthServer, capfd: pytest.CaptureFixture[str]) -> None:
     idp.add_client(CLIENT_ID, [sso.url])
     browser.get(sso.url)
     wait(browser, visible("#oidc-signin"), "the sign-in page")
@@ -314,3 +331,5 @@ def test_a_forged_or_replayed_answer_is_refused_and_its_code_never_exchanged(bro
     browser.get(f"{sso.url}?error=access_denied&error_description=no+user+is+logged+in&state=denied")
     message = wait(browser, lambda d: find(d, "#signin-error").text, "the refusal in words")
     assert "did not sign you in: no user is logged in" in message
+    logged = "".join(capfd.readouterr())
+    assert "path=/console/" in logged and stolen not in logged  # request logs name the path, not the query
