@@ -478,6 +478,16 @@ class OidcSettings(BaseModel):
                                   "the gateway's LLM answers: ask, POST /v1/ask (and its stream).")
     feedback_scopes: list[str] = Field(default=["nl2sql:feedback", "nl2sql:ask"], description="Scopes that let "
                                        "a token give feedback on answers: give_feedback, POST /v1/feedback.")
+    console_client_id: str | None = Field(default=None, description="The web console's OAuth client id at the "
+                                          "authorization server: a public client (no secret, PKCE S256) whose "
+                                          "redirect URI is the console's own URL (https://<gateway>/console/). "
+                                          "Unset: the console signs in with API keys only.")
+    console_scopes: list[str] = Field(default_factory=list, description="Scopes the console asks for; empty: "
+                                      "`openid`, `offline_access` (a refresh token), `required_scopes` and every "
+                                      "operation's scopes (`schema_scopes`, `query_scopes`, ...).")
+    console_resource: str | None = Field(default=None, description="RFC 8707 `resource` the console sends with "
+                                         "its authorization and token requests, for an authorization server that "
+                                         "picks the token's audience from it; unset: none is sent.")
 
     @field_validator("algorithms")
     @classmethod
@@ -507,6 +517,14 @@ class OidcSettings(BaseModel):
             return list(self.scopes_supported)
         every = self.schema_scopes + self.query_scopes + self.ask_scopes + self.feedback_scopes
         return list(dict.fromkeys(every))
+
+    @property
+    def console_scope_list(self) -> list[str]:
+        """The scopes the console asks for: as configured, else ``openid offline_access``, the required scopes
+        and every operation's scopes (the console reads schemas, runs SQL, asks and gives feedback)."""
+        if self.console_scopes:
+            return list(self.console_scopes)
+        return list(dict.fromkeys(["openid", "offline_access", *self.required_scopes, *self.resource_scopes]))
 
     @property
     def resource_authorization_servers(self) -> list[str]:

@@ -16,8 +16,10 @@ from gateway.auth.keys import Principal, Role
 from gateway.auth.resource import METADATA_PATHS
 
 # Probes and Prometheus must work without a key; keep /metrics off the public network (see docs). The OAuth
-# protected-resource metadata (RFC 9728) is how a client without a token learns where to get one.
-PUBLIC_ROUTES = frozenset({"/healthz", "/readyz", "/metrics", *METADATA_PATHS})
+# protected-resource metadata (RFC 9728) is how a client without a token learns where to get one, and the
+# console's sign-in options must be readable before anyone has signed in: a client id and the identity
+# provider's public endpoints, nothing else (gateway.api.console).
+PUBLIC_ROUTES = frozenset({"/healthz", "/readyz", "/metrics", "/console/config.json", *METADATA_PATHS})
 
 # Path templates as routes declare them; a prefix entry ends with "*".
 ROUTE_ROLES: dict[str, Role] = {

@@ -182,6 +182,9 @@ class OidcValidator:
         self._inflight: asyncio.Future[None] | None = None
         self._valid: OrderedDict[bytes, _Valid] = OrderedDict()
         self.jwks_fetches = 0
+        self._metadata: dict[str, Any] | None = None
+        self._metadata_at: float | None = None  # monotonic, last successful discovery
+        self._metadata_attempted_at: float | None = None  # monotonic, last discovery started
 
     # --- the request path ---------------------------------------------------------------------------
     async def authenticate(self, token: str) -> Principal:
@@ -308,8 +311,35 @@ class OidcValidator:
                 log.warning("oidc_jwk_skipped", kid=jwk.get("kid"), error=repr(exc))
         return keys
 
+    async def metadata(self) -> dict[str, Any]:
+        """The authorization server's metadata (endpoints a browser signs in with), reused for
+        ``jwks_cache_ttl_s``; a failed refetch keeps the last document. Fetched at most once per
+        ``jwks_refresh_interval_s`` (whoever asks, and the console's public config asks, cannot make the
+        gateway hammer the authorization server); 503 ``idp_unavailable`` while none is known."""
+        now = time.monotonic()
+        fresh = self._metadata_at is not None and now - self._metadata_at < self.settings.jwks_cache_ttl_s
+        may_fetch = (self._metadata_attempted_at is None
+                     or now - self._metadata_attempted_at >= self.settings.jwks_refresh_interval_s)
+        if not fresh and may_fetch:
+            self._metadata_attempted_at = now
+            try:
+                self._metadata, self._metadata_at = await self._discover_metadata(), time.monotonic()
+            except httpx.HTTPError as exc:
+                log.warning("oidc_discovery_failed", error=repr(exc), cached=self._metadata is not None)
+        if self._metadata is None:
+            raise errors.IdentityProviderUnavailable("the authorization server's metadata (discovery) could not "
+                                                     "be fetched")
+        return self._metadata
+
     async def _discover(self) -> str:
-        """``jwks_uri`` from the issuer's OIDC discovery document, else its RFC 8414 metadata."""
+        """``jwks_uri`` from the issuer's metadata."""
+        jwks_uri = (await self._discover_metadata()).get("jwks_uri")
+        if not isinstance(jwks_uri, str):
+            raise ValueError("the authorization server's metadata has no jwks_uri")
+        return jwks_uri
+
+    async def _discover_metadata(self) -> dict[str, Any]:
+        """The issuer's OIDC discovery document, else its RFC 8414 metadata; it must name this issuer."""
         issuer = self.settings.issuer.rstrip("/")
         parts = urlsplit(issuer)
         candidates = [f"{issuer}/.well-known/openid-configuration",  # OIDC Discovery: appended to the issuer
@@ -324,10 +354,7 @@ class OidcValidator:
                 if not isinstance(metadata, dict) or metadata.get("issuer") != self.settings.issuer:
                     raise ValueError(f"{url} names another issuer: {metadata.get('issuer')!r}"
                                      if isinstance(metadata, dict) else f"{url} is not a JSON object")
-                jwks_uri = metadata.get("jwks_uri")
-                if not isinstance(jwks_uri, str):
-                    raise ValueError(f"{url} has no jwks_uri")
-                return jwks_uri
+                return metadata
             except (httpx.HTTPError, *_MALFORMED) as exc:
                 last = exc
         raise httpx.HTTPError(f"discovery failed for issuer {self.settings.issuer}: {last!r}")

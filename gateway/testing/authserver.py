@@ -5,9 +5,11 @@ OAuth client (``mcp.client.auth.OAuthClientProvider``) and a browser console all
 
 - metadata: ``/.well-known/openid-configuration`` and ``/.well-known/oauth-authorization-server`` (RFC 8414);
 - ``/jwks``: the published public keys (RSA 2048 and EC P-256, each with a ``kid``);
-- the authorization-code flow with PKCE S256, dynamic client registration (RFC 7591), refresh tokens and
-  revocation: the MCP SDK's authorization-server handlers (``mcp.server.auth.routes``) with the provider
-  below, which issues JWT access tokens (or opaque ones, ``token_format="opaque"``);
+- the authorization-code flow with PKCE S256, dynamic client registration (RFC 7591) and refresh tokens:
+  the MCP SDK's authorization-server handlers (``mcp.server.auth.routes``) with the provider below, which
+  issues JWT access tokens (or opaque ones, ``token_format="opaque"``); CORS on the token endpoint, so a
+  browser console can post its code there;
+- ``/revoke``: RFC 7009 revocation of refresh and access tokens, by public clients too;
 - ``/introspect``: RFC 7662 introspection for opaque and issued tokens (client ``gateway``/``gateway-secret``).
 
 ``/authorize`` approves at once for the user set with :meth:`AuthServer.login_as` (``alice`` by default) and
@@ -67,7 +69,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 KeyKind = Literal["RSA", "EC"]
 
 DEFAULT_AUDIENCE = "nl2sql-gateway"
-DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access", "nl2sql:query", "nl2sql:ask")
+DEFAULT_SCOPES = ("openid", "profile", "email", "offline_access", "nl2sql:schema", "nl2sql:query", "nl2sql:ask",
+                  "nl2sql:feedback")
 INTROSPECTION_CLIENT = ("gateway", "gateway-secret")
 
 # The test users and their claims. alice and bob are tenants of the same deployment (row policies on
@@ -420,6 +423,23 @@ class AuthServer:
             return JSONResponse({"error": "invalid_client"}, 401, headers={"WWW-Authenticate": "Basic"})
         return JSONResponse(self.introspect(str(form.get("token", ""))))
 
+    async def _revoke(self, request: Request) -> Response:
+        """RFC 7009 revocation for public clients too (``client_id`` alone, as a browser sends it): the MCP
+        SDK's handler requires a ``client_secret`` field even from a client registered without one."""
+        form = await request.form()
+        client = self.clients.get(str(form.get("client_id", "")))
+        secret = form.get("client_secret")
+        if client is None or (client.client_secret is not None and not (
+                isinstance(secret, str) and hmac.compare_digest(secret, client.client_secret))):
+            return JSONResponse({"error": "invalid_client"}, 401)
+        token = str(form.get("token", ""))
+        refresh = self.refresh_tokens.get(token)
+        if refresh is not None and refresh.client_id == client.client_id:
+            self.refresh_tokens.pop(token, None)
+        elif self.introspect(token).get("client_id") == client.client_id:
+            self.revoked.add(token)
+        return Response(status_code=200)  # unknown tokens too (RFC 7009 section 2.2)
+
     def _app(self) -> ASGIApp:
         sdk_routes = create_auth_routes(
             _Provider(self), AnyHttpUrl(self.issuer),  # type: ignore[arg-type]
@@ -434,6 +454,7 @@ class AuthServer:
                   methods=["GET", "OPTIONS"]),
             Route("/jwks", cors_middleware(self._jwks, ["GET", "OPTIONS"]), methods=["GET", "OPTIONS"]),
             Route("/introspect", self._introspect, methods=["POST"]),
+            Route("/revoke", cors_middleware(self._revoke, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"]),
         ]
         app = Starlette(routes=own + [r for r in sdk_routes if r.path not in {x.path for x in own}])
         async def counted(scope: Scope, receive: Receive, send: Send) -> None:

@@ -104,6 +104,37 @@ def test_nobody_logged_in_denies(idp: AuthServer, http: httpx.Client) -> None:
     assert parse_qs(urlsplit(answer.headers["location"]).query)["error"] == ["access_denied"]
 
 
+def test_a_public_browser_client_posts_its_code_cross_origin_and_revokes_its_refresh_token(
+        idp: AuthServer, http: httpx.Client) -> None:
+    console = "http://127.0.0.1:9"  # the console's origin, not the authorization server's
+    idp.add_client("console", [REDIRECT])
+    other = register(idp, http)
+    verifier, challenge = pkce_pair()
+    code = authorize(idp, http, "console", challenge)["code"][0]
+    answer = http.post(f"{idp.issuer}/token", headers={"Origin": console}, data={
+        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": "console",
+        "code_verifier": verifier})
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["access-control-allow-origin"] == "*"  # a browser may read the answer
+    refresh = answer.json()["refresh_token"]
+    # Another client cannot revoke it (answered 200 as RFC 7009 asks, but the token stays good).
+    assert http.post(f"{idp.issuer}/revoke", data={"token": refresh, "client_id": other}).status_code == 200
+    assert refresh in idp.refresh_tokens
+    assert http.post(f"{idp.issuer}/revoke", data={"token": refresh, "client_id": "nobody"}).status_code == 401
+    revoked = http.post(f"{idp.issuer}/revoke", headers={"Origin": console},
+                        data={"token": refresh, "token_type_hint": "refresh_token", "client_id": "console"})
+    assert revoked.status_code == 200 and revoked.headers["access-control-allow-origin"] == "*"
+    assert refresh not in idp.refresh_tokens
+    spent = http.post(f"{idp.issuer}/token", data={"grant_type": "refresh_token", "refresh_token": refresh,
+                                                  "client_id": "console"})
+    assert spent.status_code == 400 and spent.json()["error"] == "invalid_grant"
+    # A confidential client must authenticate to revoke.
+    idp.add_client("backend", [REDIRECT], secret="s3cret")
+    assert http.post(f"{idp.issuer}/revoke", data={"token": "x", "client_id": "backend"}).status_code == 401
+    assert http.post(f"{idp.issuer}/revoke", data={"token": "x", "client_id": "backend",
+                                                  "client_secret": "s3cret"}).status_code == 200
+
+
 def test_rotation_publishes_both_keys_until_the_old_one_is_retired(idp: AuthServer, http: httpx.Client) -> None:
     old = idp.mint("alice")
     new_kid = idp.rotate()

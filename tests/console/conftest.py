@@ -7,6 +7,7 @@ Where no browser is installed the browser tests skip, saying what to install (`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import threading
@@ -26,6 +27,7 @@ from gateway.settings import (
     DatabaseSettings,
     LLMSettings,
     MagicSettings,
+    OidcSettings,
     Settings,
     StoreSettings,
 )
@@ -98,27 +100,30 @@ async def _create_keys(store_dsn: str) -> dict[str, str]:
         await conn.close()
 
 
-async def _admin(dsn: str, statement: str) -> None:
+async def admin(dsn: str, *statements: str) -> None:
     conn = await asyncpg.connect(dsn)
     try:
-        await conn.execute(statement)
+        for statement in statements:
+            await conn.execute(statement)
     finally:
         await conn.close()
 
 
-@pytest.fixture(scope="module")
-async def console(pg: PgServer, demo_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Console]:
-    """`serve` in this process: uvicorn on a loopback port in a thread, with its own store and LLM."""
+@contextlib.asynccontextmanager
+async def serve_console(pg: PgServer, demo_dsn: str, folder: Path, oidc: OidcSettings | None = None,
+                        more: dict[str, str] | None = None) -> AsyncIterator[Console]:
+    """`serve` in this process: uvicorn on a loopback port in a thread, with its own store and LLM (and
+    end users' tokens from an authorization server with ``oidc``; ``more`` databases by name -> DSN)."""
     store = f"nl2sql_console_{uuid.uuid4().hex[:10]}"
-    await _admin(pg.admin_dsn, f'CREATE DATABASE "{store}"')
+    await admin(pg.admin_dsn, f'CREATE DATABASE "{store}"')
     store_dsn = pg.dsn(store)
-    folder = tmp_path_factory.mktemp("console")
     with ScriptedLLM() as llm:
         _script(llm)
         settings = Settings(
-            databases={"demo": DatabaseSettings(dsn=demo_dsn, description="The demo shop")},
+            databases={"demo": DatabaseSettings(dsn=demo_dsn, description="The demo shop"),
+                       **{name: DatabaseSettings(dsn=dsn) for name, dsn in (more or {}).items()}},
             store=StoreSettings(dsn=store_dsn),
-            auth=AuthSettings(enabled=True, cache_ttl_s=0.0),
+            auth=AuthSettings(enabled=True, cache_ttl_s=0.0, oidc=oidc),
             magic=MagicSettings(schedule=False),
             llm=LLMSettings(base_url=llm.base_url, model="scripted-model", timeout_s=10.0, max_retries=0),
             rules_dir=ROOT / "rules",
@@ -138,7 +143,14 @@ async def console(pg: PgServer, demo_dsn: str, tmp_path_factory: pytest.TempPath
         finally:
             server.should_exit = True
             await asyncio.to_thread(thread.join, 30)
-    await _admin(pg.admin_dsn, f'DROP DATABASE IF EXISTS "{store}" WITH (FORCE)')
+    await admin(pg.admin_dsn, f'DROP DATABASE IF EXISTS "{store}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+async def console(pg: PgServer, demo_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Console]:
+    """The console with API keys only."""
+    async with serve_console(pg, demo_dsn, tmp_path_factory.mktemp("console")) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")

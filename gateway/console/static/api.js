@@ -1,5 +1,8 @@
-// The gateway's public HTTP API, as the console calls it: the key from sessionStorage on every call,
-// problems (application/problem+json) turned into errors that say what happened in words.
+// The gateway's public HTTP API, as the console calls it: the API key from sessionStorage, or the access
+// token from the identity provider (oidc.js), on every call; problems (application/problem+json) turned
+// into errors that say what happened in words.
+
+import * as oidc from "./oidc.js";
 
 const KEY = "nl2sql.key";
 
@@ -20,10 +23,13 @@ export class ApiError extends Error {
 // A 401/403 in words a person can act on; other problems carry their own detail.
 export function explain(status, problem) {
   const detail = problem && problem.detail ? problem.detail : "";
+  const user = !session.key && oidc.signedIn();
   if (status === 401) {
+    if (user) return `The gateway did not accept your sign-in${detail ? ` (${detail})` : ""}. Sign in again.`;
     return `The gateway did not accept the API key${detail ? ` (${detail})` : ""}. Sign in again with a valid key.`;
   }
   if (status === 403) {
+    if (user) return `Your account may not do that${detail ? `: ${detail}` : ""}. Ask an admin for the needed role or database.`;
     return `This API key may not do that${detail ? `: ${detail}` : ""}. Ask an admin for a key with the needed role or database.`;
   }
   if (status === 429) return `Too many requests: ${detail || "wait a moment and try again"}.`;
@@ -32,9 +38,10 @@ export function explain(status, problem) {
   return (detail || `The request failed with HTTP ${status}.`) + code;
 }
 
-function headers(extra) {
+async function headers(extra) {
   const h = { Accept: "application/json", ...extra };
-  if (session.key) h.Authorization = `Bearer ${session.key}`;
+  const bearer = session.key || await oidc.accessToken();
+  if (bearer) h.Authorization = `Bearer ${bearer}`;
   return h;
 }
 
@@ -42,10 +49,20 @@ async function problemOf(response) {
   try { return await response.json(); } catch { return null; }
 }
 
+// fetch with the caller's credentials; an access token the gateway calls invalid (expired, revoked key ...)
+// is refreshed once and the request sent again. A 401 for an API key is final.
+async function send(path, init, extra) {
+  const response = await fetch(path, { ...init, headers: await headers(extra) });
+  if (response.status !== 401 || session.key || !oidc.signedIn()) return response;
+  const problem = await problemOf(response.clone());
+  if (!problem || problem.code !== "invalid_token" || !(await oidc.refresh())) return response;
+  return fetch(path, { ...init, headers: await headers(extra) });
+}
+
 export async function request(method, path, body, { allow = [] } = {}) {
-  const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+  const init = { method };
   if (body !== undefined) init.body = JSON.stringify(body);
-  const response = await fetch(path, init);
+  const response = await send(path, init, body === undefined ? {} : { "Content-Type": "application/json" });
   if (!response.ok && !allow.includes(response.status)) throw new ApiError(response.status, await problemOf(response));
   const type = response.headers.get("content-type") || "";
   return type.includes("json") ? response.json() : response.text();
@@ -56,11 +73,8 @@ export const post = (path, body, options) => request("POST", path, body, options
 
 // POST /v1/ask with Accept: text/event-stream; onEvent(name, data) per server-sent event.
 export async function askStream(body, onEvent, signal) {
-  const response = await fetch("../v1/ask", {
-    method: "POST", signal,
-    headers: headers({ "Content-Type": "application/json", Accept: "text/event-stream" }),
-    body: JSON.stringify(body),
-  });
+  const response = await send("../v1/ask", { method: "POST", signal, body: JSON.stringify(body) },
+                               { "Content-Type": "application/json", Accept: "text/event-stream" });
   if (!response.ok) throw new ApiError(response.status, await problemOf(response));
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";

@@ -1,6 +1,8 @@
-// The console's shell: sign-in, the caller's role (GET /v1/whoami), pages offered by role, hash routing.
+// The console's shell: sign-in (an API key, or the identity provider when config.json offers it), the
+// caller's role (GET /v1/whoami), pages offered by role, hash routing.
 
 import { ApiError, get, session } from "./api.js";
+import * as oidc from "./oidc.js";
 import { clear, h } from "./dom.js";
 import * as ask from "./ask.js";
 import * as schema from "./schema.js";
@@ -20,6 +22,7 @@ const PAGES = {
 
 const $ = (sel) => document.querySelector(sel);
 let me = null;
+let oidcError = null;  // why sign-in with the identity provider is not offered, when it should be
 let current = null;
 
 function allowed(name) {
@@ -49,8 +52,11 @@ function showSignin(message) {
   clear($("#page"));
   clear($("#who"));
   $("#signin").hidden = false;
+  $("#oidc").hidden = !oidc.available();
+  $("#oidc-error").hidden = !oidcError;
+  $("#oidc-error").textContent = oidcError ? `Sign-in with your organisation is unavailable: ${oidcError}` : "";
   $("#signin-error").textContent = message || "";
-  $("#key").focus();
+  (oidc.available() ? $("#oidc-signin") : $("#key")).focus();
 }
 
 function showApp() {
@@ -58,15 +64,21 @@ function showApp() {
   for (const link of document.querySelectorAll("#nav a")) link.parentElement.hidden = !allowed(link.dataset.page);
   $("#nav").hidden = false;
   const who = clear($("#who"));
-  who.append(h("span", {}, me.auth_enabled ? `${me.name} (${me.role})` : "access control off (loopback)"));
-  if (session.key) who.append(h("button", { type: "button", class: "link", onclick: signOut }, "Sign out"));
+  // An end user by their stable id (or e-mail, with auth.oidc.log_email: then it is the name), a key by name.
+  const name = me.user && me.name === me.user ? me.user : me.name;
+  who.append(h("span", {}, me.auth_enabled ? `${name} (${me.role})` : "access control off (loopback)"));
+  if (session.key || oidc.signedIn()) {
+    who.append(h("button", { type: "button", class: "link", onclick: signOut }, "Sign out"));
+  }
   route();
 }
 
-function signOut() {
+async function signOut() {
   session.key = null;
   if (current && current.leave) current.leave();
   current = null;
+  me = null;
+  await oidc.signOut();
   start();
 }
 
@@ -86,22 +98,45 @@ function route() {
   document.title = `${PAGES[name].title} · nl2sql-gateway console`;
   const page = clear($("#page"));
   current = PAGES[name].module;
-  current.show(page, { me, notice, signedOut: () => showSignin("Your key was refused; sign in again.") });
+  current.show(page, { me, notice, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
+                                                                          : "Your sign-in was refused; sign in again.") });
 }
 
 async function start() {
+  const held = session.key ? "key" : oidc.signedIn() ? "oidc" : null;
   try {
     if (await identify()) showApp();
-    else showSignin(session.key ? "The stored key is no longer accepted." : "");
+    else showSignin({ key: "The stored key is no longer accepted.", oidc: "Your sign-in has expired; sign in again." }[held] || "");
   } catch (error) {
     showSignin(error.message);
   }
+}
+
+// How this gateway signs people in (public, no credentials sent): with an API key, and with the identity
+// provider when it names one. Then, when this load is the identity provider's answer, finish that sign-in.
+async function boot() {
+  try {
+    const response = await fetch("config.json", { credentials: "omit", headers: { Accept: "application/json" } });
+    const config = response.ok ? await response.json() : {};
+    oidc.configure(config.oidc);
+    oidcError = config.oidc_error || null;
+  } catch {
+    oidc.configure(null);
+  }
+  try {
+    if (await oidc.complete()) session.key = null;  // one way of signing in at a time
+  } catch (error) {
+    showSignin(error.message);  // a refused answer is said, whoever may still be signed in in this tab
+    return;
+  }
+  await start();
 }
 
 $("#signin-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   session.key = $("#key").value.trim();
   $("#key").value = "";
+  oidc.forget();  // one way of signing in at a time
   try {
     if (await identify()) { showApp(); $("#main").focus(); return; }
     session.key = null;
@@ -111,5 +146,12 @@ $("#signin-form").addEventListener("submit", async (event) => {
     showSignin(error.message);
   }
 });
+$("#oidc-signin").addEventListener("click", async () => {
+  try {
+    await oidc.begin();
+  } catch (error) {
+    showSignin(error.message);
+  }
+});
 window.addEventListener("hashchange", route);
-start();
+boot();

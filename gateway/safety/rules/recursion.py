@@ -214,7 +214,7 @@ def _filtered_table(kind: str, body: JSON) -> bool:
         return False
     if any(sub.get(k) for k in ("groupClause", "havingClause", "distinctClause", "windowClause", "valuesLists")):
         return False
-    source = sub.get("fromClause") or ()
+    source = list(sub.get("fromClause") or [])
     if len(source) != 1 or unwrap(source[0])[0] != "RangeVar" or _fans_out(sub):
         return False
     # Only plain column references or * in the targets: no aggregate, no function that builds rows or values.
