@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from gateway import deadline as request_deadline
 from gateway import extras, safety
 from gateway.quickstart import apply_dsn_options, parse_dsn_option
 from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
@@ -251,7 +252,9 @@ def schema(
             return await gateway.schema(name)
 
     try:
-        typer.echo(json.dumps(asyncio.run(run()), indent=2, default=str))
+        typer.echo(json.dumps(asyncio.run(
+            request_deadline.operation(
+                settings.server.operation_timeout_s, run(), "reading the schema")), indent=2, default=str))
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc
@@ -338,7 +341,8 @@ def _introspect_one(settings: Settings, name: str) -> Any:
             await targets.close()
 
     try:
-        return asyncio.run(run())
+        return asyncio.run(request_deadline.operation(
+                settings.server.operation_timeout_s, run(), "reading the schema"))
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc

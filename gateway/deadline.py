@@ -29,8 +29,11 @@ True
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable
 from contextvars import ContextVar, Token
+from typing import TypeVar
 
 from gateway import errors
 
@@ -89,6 +92,29 @@ def earliest(deadline: float | None) -> float | None:
     if ours is None:
         return deadline
     return ours if deadline is None else min(deadline, ours)
+
+
+T = TypeVar("T")
+
+
+async def within(timeout_s: float, work: Awaitable[T], stage: str, setting: str) -> T:
+    """Run ``work`` as a request runs: under a deadline ``timeout_s`` away that every stage reads, and a hard
+    timeout :data:`HARD_GRACE_S` after it (``deadline_exceeded`` naming ``stage`` and the ``setting`` that
+    gave the time). For entry points that are no HTTP request: a CLI operation, say."""
+    token = start(timeout_s)
+    try:
+        async with asyncio.timeout(timeout_s + HARD_GRACE_S):
+            return await work
+    except TimeoutError:
+        raise errors.DeadlineExceeded(f"{stage} did not finish within {timeout_s:g} s ({setting})",
+                                      stage=stage) from None
+    finally:
+        reset(token)
+
+
+async def operation(timeout_s: float, work: Awaitable[T], stage: str) -> T:
+    """``work`` bounded as a command-line operation (``server.operation_timeout_s``, :func:`within`)."""
+    return await within(timeout_s, work, stage, "server.operation_timeout_s")
 
 
 def exceeded(stage: str) -> errors.DeadlineExceeded:

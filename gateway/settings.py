@@ -195,6 +195,10 @@ class ServerSettings(BaseModel):
     port: int = Field(default=8000, ge=0, le=65535, description="Port to listen on.")
     max_body_bytes: int = Field(default=1_000_000, ge=1024, description="Largest request body accepted.")
     request_timeout_s: float = Field(default=60.0, gt=0, description="Deadline for one request, all stages.")
+    operation_timeout_s: float = Field(default=120.0, gt=0, description="Deadline for one command-line "
+                                       "operation that reads a database or the store (schema, init, rules check "
+                                       "and grants, keys, migrate, guideline and examples commands); eval and "
+                                       "guideline regenerate are bounded per question instead.")
     header_timeout_s: float = Field(default=10.0, gt=0, description="Longest a client may take to send a "
                                     "request's line and headers (from connecting, or from the first byte of the "
                                     "next request on a kept-alive connection); then 408 request_timeout and "

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.auth.keys import ALL_DATABASES, Role, new_token
 from gateway.settings import Settings
@@ -49,7 +50,8 @@ def _with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
             await store.close()
 
     try:
-        return asyncio.run(run())
+        return asyncio.run(request_deadline.operation(
+                settings.server.operation_timeout_s, run(), "the keys command"))
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc

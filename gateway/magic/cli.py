@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.settings import Settings
 
@@ -62,7 +63,11 @@ async def _gateway(settings: Settings) -> AsyncIterator[tuple[GatewayState, Stor
         yield state, state.store
 
 
-def _run(work: Awaitable[T]) -> T:
+def _run(work: Awaitable[T], settings: Settings | None = None) -> T:
+    """Run a command's work; with ``settings``, bounded by ``server.operation_timeout_s`` (regenerate and
+    activate, which ask the LLM, are bounded per question instead)."""
+    if settings is not None:
+        work = request_deadline.operation(settings.server.operation_timeout_s, work, "the guideline command")
     try:
         return asyncio.run(work)  # type: ignore[arg-type]
     except errors.GatewayError as exc:
@@ -121,7 +126,7 @@ def list_versions(
                            f"{s['created_at'][:19]}  corrections={s['corrections']:<4} gate={gate}")
             if scope is not None:
                 typer.echo(f"in force for {scope}: {in_force.label} ({in_force.source})")
-    _run(work())
+    _run(work(), settings)
 
 
 def _version(text: str) -> int | None:
@@ -192,7 +197,7 @@ def show(
                            f"{v.text.strip()}\n")
             else:
                 typer.echo(lifecycle.render_markdown(v))
-    _run(work())
+    _run(work(), settings)
 
 
 @app.command()
@@ -213,7 +218,7 @@ def diff(
         async with _store(settings) as store:
             typer.echo(lifecycle.diff(await _resolve(store, old, settings, scope),
                                       await _resolve(store, new, settings, scope)), nl=False)
-    _run(work())
+    _run(work(), settings)
 
 
 @app.command()
@@ -281,7 +286,7 @@ def rollback(
                 return
             v = await lifecycle.rollback_in_store(store, number, database=scope, actor="cli")
             typer.echo(f"v{v.version} is active for {_scope_label(v.database)}")
-    _run(work())
+    _run(work(), settings)
 
 
 def _reset_message(database: str | None) -> str:
@@ -313,7 +318,7 @@ def reset(
             now = await lifecycle.in_force_from(store, scope, FileGuidelineSource(settings.guidelines_dir))
             typer.echo(f"{_scope_label(scope)}: retired {('v' + str(retired.version)) if retired else 'nothing'}; "
                        f"in force now: {now.label} ({now.source})")
-    _run(work())
+    _run(work(), settings)
 
 
 @app.command()
@@ -331,7 +336,7 @@ def events(
         async with _store(settings) as store:
             for event in await guidelines.events(store.pool, database=_scope(settings, database), limit=limit):
                 typer.echo(json.dumps(event.as_dict(), default=str))
-    _run(work())
+    _run(work(), settings)
 
 
 @app.command()
@@ -343,8 +348,10 @@ def export(
     """Write every version to DIR/magic-vNNNN.md for review in git."""
     from gateway.magic import lifecycle
 
+    settings = load(config)
+
     async def work() -> None:
-        async with _store(load(config)) as store:
+        async with _store(settings) as store:
             for path in await lifecycle.export(store, directory):
                 typer.echo(str(path))
-    _run(work())
+    _run(work(), settings)

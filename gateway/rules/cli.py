@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from gateway import deadline as request_deadline
+from gateway.errors import GatewayError
 from gateway.rules.check import check_rules, rls_problems
 from gateway.rules.grants import PrivilegeProblem, check_target
 from gateway.rules.loading import RuleProblem
@@ -53,9 +55,14 @@ def check_command(
                    "(`nl2sql-gateway init DSN` starts one), or point --rules-dir or rules_dir at your rules.", err=True)
         raise typer.Exit(2)
     try:
-        schemas, privileges, rls = asyncio.run(_introspect(settings, names, folder, [None, *(role or [])]))
+        schemas, privileges, rls = asyncio.run(request_deadline.operation(
+            settings.server.operation_timeout_s, _introspect(settings, names, folder, [None, *(role or [])]),
+            "rules check"))
     except _Unreadable as exc:
         typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from exc
+    except GatewayError as exc:  # the operation's deadline
+        typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(2) from exc
     problems = check_rules(folder, schemas) + rls
     if database is not None:  # files for other databases are not this run's business
@@ -164,8 +171,9 @@ def grants_command(
                                  password=None if admin_dsn else password)
 
     try:
-        plan = asyncio.run(build())
-    except ValueError as exc:
+        plan = asyncio.run(request_deadline.operation(
+                settings.server.operation_timeout_s, build(), "rules grants"))
+    except (ValueError, GatewayError) as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from exc
     before = plan.before
@@ -181,8 +189,11 @@ def grants_command(
     if apply:
         assert admin_dsn is not None
         try:
-            asyncio.run(run_admin_script(admin_dsn, plan.sql))
-            after = asyncio.run(admin_exposure(admin_dsn, before.role, plan.hidden))
+            bound = settings.server.operation_timeout_s
+            asyncio.run(request_deadline.operation(bound, run_admin_script(admin_dsn, plan.sql),
+                                                   "rules grants --apply"))
+            after = asyncio.run(request_deadline.operation(
+                bound, admin_exposure(admin_dsn, before.role, plan.hidden), "rules grants --apply"))
         except Exception as exc:  # noqa: BLE001 - report any database refusal as a failed apply
             typer.echo(f"apply failed: {type(exc).__name__}: {exc}", err=True)
             raise typer.Exit(1) from exc

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from gateway import deadline as request_deadline
+from gateway import errors
 from gateway.settings import Settings
 
 # Set by gateway.cli: how to load the settings.
@@ -44,7 +46,7 @@ def migrate(
             await conn.close()
 
     try:
-        asyncio.run(work())
-    except (OSError, asyncpg.PostgresError, migrations.MigrationError) as exc:
+        asyncio.run(request_deadline.operation(settings.server.operation_timeout_s, work(), "migrate"))
+    except (OSError, asyncpg.PostgresError, migrations.MigrationError, errors.GatewayError) as exc:
         typer.echo(f"migration failed: {exc}", err=True)
         raise typer.Exit(1) from exc

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.settings import Settings
 
@@ -49,7 +50,8 @@ def _run(config: Path | None, work: Callable[[Any], Coroutine[Any, Any, None]]) 
             await store.close()
 
     try:
-        asyncio.run(main())
+        asyncio.run(request_deadline.operation(
+                settings.server.operation_timeout_s, main(), "the examples command"))
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc
