@@ -78,8 +78,11 @@ class Marks:
     only: dict[int, frozenset[str]]  # tenant -> values no other tenant's row nor products holds
 
     def patterns(self, tenant: int) -> list[re.Pattern[str]]:
+        """Each value of ``tenant`` as a word, leaving out those the other tenant's values spell inside
+        theirs ('login' in 'TENANT2 login')."""
+        others = [v for t, values in self.only.items() if t != tenant for v in values]
         return [re.compile(rf"(?<![\w.-]){re.escape(v)}(?![\w]|\.\d)") for v in sorted(self.only[tenant])
-                if len(v) >= 3]
+                if len(v) >= 3 and not any(v in other for other in others)]
 
 
 def spellings(value: Any) -> set[str]:
@@ -158,6 +161,9 @@ def tenant1_cells(value: Any, marks: Marks) -> list[Any]:
     return [text] if any(re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text) for w in inside) else []
 
 
+HINT_WORDS = re.compile(r"^- '[^'\n]*' likely means", re.MULTILINE)
+
+
 def prompt_leaks(requests: Iterable[LLMRequest], marks: Marks, tenants: Iterable[int],
                  own: Iterable[str]) -> list[tuple[str, str]]:
     """(value, excerpt) for each value of ``tenants``' rows found in a recorded prompt, once the caller's own
@@ -169,6 +175,8 @@ def prompt_leaks(requests: Iterable[LLMRequest], marks: Marks, tenants: Iterable
         text = request.text
         for words in own:
             text = text.replace(words, " ")
+        # A value hint quotes the question's words before what they match: those words are the caller's.
+        text = HINT_WORDS.sub("- likely means", text)
         for pattern in patterns:
             for hit in pattern.finditer(text):
                 found.append((hit.group(0), text[max(0, hit.start() - 160):hit.end() + 80]))
@@ -389,6 +397,6 @@ async def test_ask_shows_neither_rows_nor_prompts_of_the_other_tenant(e2e: Serve
     prompts = {user: [r for r in llm.requests if asked_by(r) == user] for user in ("alice", "bob")}
     for user, other in (("alice", 2), ("bob", 1)):
         leaks = prompt_leaks(prompts[user], marks, [other], own)
-        assert not leaks, (user, leaks[:10])
+        assert not leaks, (user, sorted({v for v, _ in leaks}), leaks[:3])
     # The scan can find something: the caller's own values do reach the prompts (RLS samples, result rows).
     assert prompt_leaks(prompts["alice"], marks, [1], own), "no value of alice's own rows in any prompt"
