@@ -18,6 +18,7 @@ import asyncio
 import decimal
 import json
 import re
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -373,6 +374,7 @@ async def test_ask_shows_neither_rows_nor_prompts_of_the_other_tenant(e2e: Serve
     answers = dict(zip(keys, got, strict=True))
 
     failures: list[str] = []
+    shown: Counter[str] = Counter()  # answers showing the caller's own tenant: the scan sees marks
     for (i, user, db), answer in answers.items():
         name, statement, _ = ALLOWED[i]
         if answer.status_code != 200:
@@ -385,12 +387,14 @@ async def test_ask_shows_neither_rows_nor_prompts_of_the_other_tenant(e2e: Serve
         leaked = tenant2_cells(body["rows"]) if user == "alice" else tenant1_cells(body["rows"], marks)
         if leaked:
             failures.append(f"{name} / {user} / {db}: the other tenant's values {leaked[:5]}")
+        shown[user] += bool(tenant1_cells(body["rows"], marks) if user == "alice" else tenant2_cells(body["rows"]))
     for i, user, db in keys:
         if db == "rls" and all(answers[(i, user, d)].status_code == 200 for d in DATABASES):
             a, b = (answers[(i, user, d)].json() for d in DATABASES)
             if a["sql"] == b["sql"] and bag(a["rows"]) != bag(b["rows"]):
                 failures.append(f"{ALLOWED[i][0]} / {user}: modes differ: {a['rows']} != {b['rows']}")
     assert not failures, "\n".join(failures)
+    assert shown["alice"] >= 60 and shown["bob"] >= 15, shown
 
     own = [question(i, user) for i, user, _ in keys] + list(by_tag.values())
     assert len(llm.requests) >= len(keys)
@@ -400,3 +404,120 @@ async def test_ask_shows_neither_rows_nor_prompts_of_the_other_tenant(e2e: Serve
         assert not leaks, (user, sorted({v for v, _ in leaks}), leaks[:3])
     # The scan can find something: the caller's own values do reach the prompts (RLS samples, result rows).
     assert prompt_leaks(prompts["alice"], marks, [1], own), "no value of alice's own rows in any prompt"
+
+
+# --- MCP over streamable HTTP -------------------------------------------------------------------------
+
+def structured(result: Any) -> dict[str, Any]:
+    assert not result.is_error, [getattr(c, "text", c) for c in result.content]
+    return dict(result.structured_content)
+
+
+async def test_mcp_run_sql_and_ask_with_bearer_tokens(e2e: Served, idp: AuthServer, llm: ScriptedLLM,
+                                                      marks: Marks) -> None:
+    by_tag = script_corpus(llm)
+    tokens = {"alice": idp.mint("alice"), "bob": idp.mint("bob", alg="ES256")}
+    failures: list[str] = []
+    ran: dict[tuple[int, str, str, str], dict[str, Any]] = {}
+    shown: Counter[tuple[str, str]] = Counter()  # answers showing the caller's own tenant: the token counted
+    for user, token in tokens.items():
+        asks = range(len(ALLOWED)) if user == "alice" else range(1, len(ALLOWED), 4)
+        keys = [(i, "run_sql", db) for i in range(len(ALLOWED)) for db in DATABASES]
+        keys += [(i, "ask", db) for i in asks for db in DATABASES]
+        async with http_client(e2e.mcp, token) as client:
+            got = await gathered(lambda i=i, tool=tool, db=db: client.call_tool(
+                tool, {"database": db, "sql": ALLOWED[i][1]} if tool == "run_sql" else
+                {"database": db, "question": question(i, user)}) for i, tool, db in keys)
+        for (i, tool, db), result in zip(keys, got, strict=True):
+            name = ALLOWED[i][0]
+            if result.is_error:
+                failures.append(f"{name} / {user} / {tool} / {db}: {[getattr(c, 'text', c) for c in result.content]}")
+                continue
+            body = dict(result.structured_content)
+            ran[(i, user, tool, db)] = body
+            leaked = tenant2_cells(body["rows"]) if user == "alice" else tenant1_cells(body["rows"], marks)
+            if leaked:
+                failures.append(f"{name} / {user} / {tool} / {db}: the other tenant's values {leaked[:5]}")
+            shown[(user, tool)] += bool(tenant1_cells(body["rows"], marks) if user == "alice"
+                                        else tenant2_cells(body["rows"]))
+            if tool == "ask" and (body["attempts"][0]["sql"] != ALLOWED[i][1] or body["status"] == "blocked"):
+                failures.append(f"{name} / {user} / ask / {db}: the statement did not run: {body['attempts'][0]}")
+    for (i, user, tool, db), body in ran.items():
+        other = ran.get((i, user, tool, "filters"))
+        if db == "rls" and other is not None and bag(body["rows"]) != bag(other["rows"]):
+            failures.append(f"{ALLOWED[i][0]} / {user} / {tool}: modes differ: {body['rows']} != {other['rows']}")
+    assert not failures, "\n".join(failures)
+    assert len(ran) >= 2 * 2 * len(ALLOWED) + 2 * len(ALLOWED)
+    assert min(shown[(u, "run_sql")] for u in tokens) >= 60 and shown[("alice", "ask")] >= 60, shown
+
+    own = [question(i, u) for i in range(len(ALLOWED)) for u in tokens] + list(by_tag.values())
+    for user, other in (("alice", 2), ("bob", 1)):
+        leaks = prompt_leaks([r for r in llm.requests if asked_by(r) == user], marks, [other], own)
+        assert not leaks, (user, sorted({v for v, _ in leaks}), leaks[:3])
+
+
+# --- a token without the tenant claim ------------------------------------------------------------------
+
+async def test_a_token_without_the_tenant_claim(e2e: Served, idp: AuthServer, llm: ScriptedLLM,
+                                                marks: Marks) -> None:
+    """Postgres's policy matches no row without the value; the gateway's filters refuse to run at all."""
+    token = idp.mint("alice", omit=("tenant_id",))
+    me = (await e2e.http.get("/v1/whoami", headers={"Authorization": f"Bearer {token}"})).json()
+    assert me["user"] == "alice" and me["policy"] == {}
+    keys = [(i, db) for i in range(len(ALLOWED)) for db in DATABASES]
+    got = await gathered(lambda i=i, db=db: e2e.post("/v1/sql", token, {"database": db, "sql": ALLOWED[i][1]})
+                         for i, db in keys)
+    failures: list[str] = []
+    answered: set[str] = set()
+    for (i, db), answer in zip(keys, got, strict=True):
+        name = ALLOWED[i][0]
+        if db == "filters" and problem_code(answer) == "row_policy_claim_missing":
+            assert answer.status_code == 403
+            continue
+        if answer.status_code != 200:
+            failures.append(f"{name} / {db}: {answer.status_code} {answer.text[:300]}")
+            continue
+        rows = answer.json()["rows"]
+        leaked = tenant2_cells(rows) + tenant1_cells(rows, marks)
+        if leaked:
+            failures.append(f"{name} / {db}: rows of a tenant {leaked[:5]}")
+        if db == "filters":
+            answered.add(name)
+    assert not failures, "\n".join(failures)
+    # Only statements that read no filtered table run in the filters database without the value.
+    assert answered == {"products only", "recursive cte named like the table", "values only",
+                        "explain of a statement without filtered tables"}, answered
+    counted = await e2e.post("/v1/sql", token, {"database": "rls", "sql": "SELECT count(*) FROM orders"})
+    assert counted.json()["rows"] == [[0]]
+
+    # /v1/ask and MCP: the same, and the prompts show neither tenant's values.
+    by_tag = script_corpus(llm)
+    sample = range(0, len(ALLOWED), 5)
+    asked = await gathered(lambda i=i, db=db: e2e.post("/v1/ask", token, {"database": db, "question": question(i)})
+                           for i in sample for db in DATABASES)
+    for (i, db), answer in zip([(i, db) for i in sample for db in DATABASES], asked, strict=True):
+        if db == "filters":
+            assert problem_code(answer) == "row_policy_claim_missing", (ALLOWED[i][0], answer.text[:300])
+        else:
+            assert answer.status_code == 200, answer.text[:300]
+            rows = answer.json()["rows"]
+            assert not tenant2_cells(rows) + tenant1_cells(rows, marks), (ALLOWED[i][0], rows)
+    async with http_client(e2e.mcp, token) as client:
+        refused = await client.call_tool("run_sql", {"database": "filters", "sql": "SELECT * FROM orders"})
+        assert refused.is_error and "row_policy_claim_missing" in json.dumps(
+            [getattr(c, "text", "") for c in refused.content])
+        empty = structured(await client.call_tool("run_sql", {"database": "rls", "sql": "SELECT * FROM orders"}))
+        assert empty["rows"] == []
+    own = [question(i) for i in sample] + list(by_tag.values())
+    leaks = prompt_leaks(llm.requests, marks, [1, 2], own)
+    assert not leaks, (sorted({v for v, _ in leaks}), leaks[:3])
+
+
+async def test_bob_and_alice_see_only_their_own_orders(e2e: Served, idp: AuthServer) -> None:
+    sql_ = "SELECT o.order_id, c.name FROM orders o LEFT JOIN customers c USING (customer_id) ORDER BY 1"
+    for user, expected in (("alice", [[10, "alice"], [11, "alice"], [12, "bob"], [13, None]]),
+                           ("bob", [[1010, "TENANT2 dave"], [1011, "TENANT2 erin"], [1012, None],
+                                    [1013, "TENANT2 frank"]])):
+        for db in DATABASES:
+            answer = await e2e.post("/v1/sql", idp.mint(user), {"database": db, "sql": sql_})
+            assert answer.json()["rows"] == expected, (user, db, answer.text)
