@@ -31,6 +31,7 @@ import httpx
 import jwt
 import pytest
 
+from gateway.auth import new_token
 from gateway.settings import (
     AuthSettings,
     BackpressureSettings,
@@ -39,6 +40,7 @@ from gateway.settings import (
     StoreSettings,
 )
 from gateway.state import GatewayState
+from gateway.store import api_keys
 from gateway.testing.authserver import AuthServer, authorization_url, pkce_pair
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 from tests.ask.helpers import is_judge, sql
@@ -196,8 +198,16 @@ class Served:
     def mcp(self) -> str:
         return self.base + "/mcp"
 
-    async def post(self, path: str, token: str, body: dict[str, Any]) -> httpx.Response:
+    async def post(self, path: str, token: str, body: dict[str, Any] | None = None) -> httpx.Response:
         return await self.http.post(path, json=body, headers={"Authorization": f"Bearer {token}"})
+
+    async def key(self) -> str:
+        """An API key (no end user, no row-policy values), straight in the store as `keys create` does."""
+        assert self.state.store is not None
+        token = new_token()
+        await api_keys.create(self.state.store.pool, key_id=token.key_id, name=f"e2e-{token.key_id}", role="client",
+                              databases=list(DATABASES), pg_role=None, secret_sha256=token.secret_sha256)
+        return token.token
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +220,7 @@ async def e2e(tenants: Tenants, store_dsn: str, idp_server: AuthServer, llm_serv
     config.store = StoreSettings(dsn=store_dsn)
     config.auth = AuthSettings(enabled=True, cache_ttl_s=0.0, oidc=OidcSettings(
         issuer=idp_server.issuer, audience=idp_server.audience,  # keys found through discovery
-        role_claim="role", role_map={"analyst": "client"}, databases=list(DATABASES),
+        role_claim="role", role_map={"analyst": "client", "platform-admin": "admin"}, databases=list(DATABASES),
         policy_claims={"tenant_id": "tenant_id"},
         jwks_refresh_interval_s=0.0))  # a rotated key is fetched at its first token, not a minute later
     config.magic = MagicSettings(schedule=False)
@@ -521,3 +531,41 @@ async def test_bob_and_alice_see_only_their_own_orders(e2e: Served, idp: AuthSer
         for db in DATABASES:
             answer = await e2e.post("/v1/sql", idp.mint(user), {"database": db, "sql": sql_})
             assert answer.json()["rows"] == expected, (user, db, answer.text)
+
+
+# --- verified examples ----------------------------------------------------------------------------------
+
+async def test_an_approved_example_of_tenant_2_never_reaches_tenant_1s_prompts(e2e: Served, idp: AuthServer,
+                                                                               llm: ScriptedLLM, marks: Marks) -> None:
+    """bob's answer, marked correct and approved by an administrator, spells tenant 2's values in its SQL: a
+    caller with row-policy values is never shown it as a few-shot example (an API key without values is)."""
+    bobs = "SELECT o.order_id, o.amount FROM orders o JOIN customers c USING (customer_id) WHERE c.name = 'TENANT2 dave'"
+    llm.add(lambda r: sql(bobs) if "[bx]" in r.text else sql("SELECT count(*) FROM orders") if "[ax]" in r.text
+            else None)
+    bob, dana = idp.mint("bob"), idp.mint("dana")  # dana: an administrator of tenant 1
+    for db in DATABASES:
+        asked = await e2e.post("/v1/ask", bob, {"database": db, "question": "[bx] what did TENANT2 dave order"})
+        assert asked.status_code == 200 and asked.json()["rows"] == [[1010, "9100.00"]], asked.text
+        fed = await e2e.post("/v1/feedback", bob, {"request_id": asked.json()["request_id"], "verdict": "correct"})
+        assert fed.status_code == 201, fed.text
+        listed = await e2e.http.get("/v1/examples", params={"status": "proposed", "database": db},
+                                    headers={"Authorization": f"Bearer {dana}"})
+        [example] = [e for e in listed.json()["examples"] if e["sql"] == bobs]
+        approved = await e2e.post(f"/v1/examples/{example['id']}/approve", dana)
+        assert approved.status_code == 200, approved.text
+
+    before = len(llm.requests)
+    alice = idp.mint("alice")
+    for db in DATABASES:
+        answer = await e2e.post("/v1/ask", alice, {"database": db, "question": "[ax] which orders did dave place"})
+        assert answer.status_code == 200 and answer.json()["rows"] == [[4]], answer.text
+    prompts = llm.requests[before:]
+    assert len(prompts) == 2 and not any(bobs in r.text for r in prompts)
+    leaks = prompt_leaks(prompts, marks, [2], ["[ax] which orders did dave place"])
+    assert not leaks, (sorted({v for v, _ in leaks}), leaks[:3])
+
+    # The example is there to be shown: a caller without row-policy values (an API key) gets it.
+    before = len(llm.requests)
+    keyed = await e2e.post("/v1/ask", await e2e.key(), {"database": "rls", "question": "[ax] which orders did dave place"})
+    assert keyed.status_code == 200, keyed.text
+    assert any(bobs in r.text for r in llm.requests[before:])
