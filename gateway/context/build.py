@@ -108,7 +108,7 @@ def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _P
     redact = Redactor(rules, snapshot.full, snapshot.schema) if snapshot.full is not None \
         else Redactor(rules, snapshot.schema)
     visible = {t.qualified_name for t in schema.tables}
-    filtered = row_filtered(rules)
+    filtered = row_filtered(rules, snapshot.full if snapshot.full is not None else snapshot.schema)
     values = {key: found for key, found in snapshot.values.items()
               if key[0] in visible and not rules.is_hidden_column(key[0], key[1])
               and not is_row_filtered(key[0], filtered)}

@@ -10,7 +10,8 @@ a narrower role, or carrying row-policy values (claims), gets a view derived fro
 - sample values of the other tables read again as the caller, with ``SET LOCAL ROLE`` and its claims set
   (gateway.execute.scope), so that row-level security filters them; a read that fails leaves the column
   without values, never with the unfiltered ones;
-- no sample values at all of tables a gateway-side row filter rule applies to (:func:`row_filtered`).
+- no sample values at all of tables a gateway-side row filter rule applies to, nor, on such a database, of
+  views and other relations that are not base tables (:func:`row_filtered`).
 
 Value hints match the question against these values only (pg_trgm's ``similarity`` gets them as parameters
 and reads no table), so a value the caller cannot read can neither be shown nor confirmed by a hint.
@@ -28,20 +29,27 @@ from gateway.rules.model import RuleSet
 if TYPE_CHECKING:
     from gateway.context.cache import SchemaSnapshot
     from gateway.execute import Target
+    from gateway.execute.introspect import Schema
 
 SAMPLE_CONCURRENCY = 4
 Claims = tuple[tuple[str, str], ...]
 
 
-def row_filtered(rules: RuleSet) -> frozenset[str]:
-    """Tables (lower case, as rules name them) whose rows a gateway-side row filter rule narrows per caller.
+def row_filtered(rules: RuleSet, schema: Schema | None = None) -> frozenset[str]:
+    """Relations (lower case, as rules name them) whose rows a gateway-side row filter rule narrows per caller.
 
     Their sample values and value hints are left out for every caller: a filtered read as the caller would
-    need the filter bound to its claims, which the context stage does not do. Rules without row filters
-    (the ``row_filter`` rule key, where present) give an empty set.
+    need the filter bound to its claims, which the context stage does not do. With any row filter, that is
+    also every relation of ``schema`` that is not a base table (views, materialized views, foreign tables):
+    their rows may come from a filtered table whatever the caller's claims (the rewrite refuses to read
+    them for the same reason). Rules without row filters (the ``row_filter`` rule key, where present) give
+    an empty set.
     """
     filters = getattr(rules, "row_filters", None) or {}
-    return frozenset(str(name).lower() for name in filters)
+    names = {str(name).lower() for name in filters}
+    if names and schema is not None:
+        names |= {t.qualified_name.lower() for t in schema.tables if t.kind != "table"}
+    return frozenset(names)
 
 
 def is_row_filtered(table: str, filtered: frozenset[str]) -> bool:
@@ -62,7 +70,7 @@ async def scoped_snapshot(target: Target, rules: RuleSet, base: SchemaSnapshot, 
     schema = restrict(base.schema, allowed)
     visible = {t.qualified_name: t for t in schema.tables}
     secured = {t.qualified_name for t in schema.tables if (t.schema, t.name) in allowed.row_security}
-    filtered = row_filtered(rules)
+    filtered = row_filtered(rules, base.schema)
 
     def readable_column(table: str, column: str) -> bool:
         info = visible.get(table)

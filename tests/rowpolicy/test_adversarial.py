@@ -170,3 +170,15 @@ async def test_ask_without_the_claim_is_refused(tenants: Tenants, tmp_path: Path
     async with Gateway(settings(tenants, tmp_path, base_url=llm.base_url)) as gateway:
         with pytest.raises(errors.RowPolicyClaimMissing):
             await gateway.ask(Question("filters", "how many orders"))
+
+
+async def test_no_prompt_shows_values_of_a_view_over_filtered_tables(tenants: Tenants, tmp_path: Path,
+                                                                      llm: ScriptedLLM) -> None:
+    """customer_orders is a view over customers and orders: its rows are every tenant's (the rules filter the
+    tables, and the rewrite refuses to read the view), so its stored values are no hint for anyone."""
+    script(llm, llm_sql("SELECT name FROM customers"))
+    async with Gateway(settings(tenants, tmp_path, base_url=llm.base_url)) as gateway:
+        await gateway.ask(Question("filters", "customer orders of dave", claims=tenant("1").claims))
+    [prompt] = [r.text.replace("customer orders of dave", "") for r in llm.requests]
+    assert "customer_orders" in prompt  # the view is shown, without its values
+    assert "TENANT2" not in prompt and "'bob'" not in prompt, prompt

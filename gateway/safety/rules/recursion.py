@@ -8,7 +8,9 @@ Any WHERE is not a bound (``WHERE n > 0`` over ``n + 1`` never stops). A recursi
   known;
 - **a walk over stored data**: its recursive term joins the CTE to tables only, by an equality between a
   column of the CTE and a column of a table (``e.manager_id = c.employee_id``): each step follows stored
-  rows; a cycle in the data is stopped by ``statement_timeout`` (time; the work table spills to disk);
+  rows; a cycle in the data is stopped by ``statement_timeout`` (time; the work table spills to disk). A
+  derived table that keeps some rows of one table (``(SELECT * FROM employees AS x WHERE ...) e``: how the
+  row-filter rewrite, gateway.rules.row_filters, writes every filtered reference) counts as that table;
 - **a LIMIT that stops it**: the statement owning the WITH reads the CTE alone with a constant LIMIT and
   nothing that needs every row first (no WHERE, ORDER BY, GROUP BY, DISTINCT, aggregate or window), and the
   CTE is read nowhere else: Postgres computes a recursive CTE lazily, so it stops after LIMIT rows.
@@ -185,12 +187,13 @@ def _walks(term: JSON, name: str) -> bool:
             quals.append(body.get("quals"))
         else:
             items.append((kind, body))
-    if any(kind != "RangeVar" and not _filtered_table(kind, body) for kind, body in items) or _fans_out(term):
+    if any(kind != "RangeVar" and not (kind == "RangeSubselect" and _one_table(body, name))
+           for kind, body in items) or _fans_out(term):
         return False
-    own = {b.get("alias", {}).get("aliasname") or name for k, b in items
-           if k == "RangeVar" and b.get("relname") == name and not b.get("schemaname")}
-    tables = {b.get("alias", {}).get("aliasname") or b.get("relname") for k, b in items
-              if not (k == "RangeVar" and b.get("relname") == name and not b.get("schemaname"))}
+    own = {b.get("alias", {}).get("aliasname") or name for _, b in items
+           if b.get("relname") == name and not b.get("schemaname")}
+    tables = {b.get("alias", {}).get("aliasname") or b.get("relname") for _, b in items
+              if not (b.get("relname") == name and not b.get("schemaname"))} - {None}
     if not own or not tables:
         return False
     for conjunct in (c for q in quals for c in _conjuncts(q)):
@@ -203,22 +206,20 @@ def _walks(term: JSON, name: str) -> bool:
     return False
 
 
-def _filtered_table(kind: str, body: JSON) -> bool:
-    """A derived table that is one table's stored rows, filtered: ``(SELECT * FROM t WHERE ...) AS a`` (the
-    shape the rules' row filters give every filtered table). It yields a subset of the table's rows, one each,
-    so a walk over it is a walk over stored data."""
-    if kind != "RangeSubselect" or body.get("lateral"):
+def _one_table(derived: JSON, name: str) -> bool:
+    """``(SELECT a, b FROM t [AS x] [WHERE ...]) alias``: at most one row per stored row of one table (not the
+    CTE); no set operation, WITH, join, function, LATERAL or computed target that could make more rows."""
+    _, query = unwrap(derived.get("subquery"))
+    if derived.get("lateral") or query.get("op", "SETOP_NONE") != "SETOP_NONE" or query.get("withClause") \
+            or query.get("valuesLists"):
         return False
-    sub_kind, sub = unwrap(body.get("subquery"))
-    if sub_kind != "SelectStmt" or sub.get("op", "SETOP_NONE") != "SETOP_NONE" or sub.get("withClause"):
+    items = query.get("fromClause", ())
+    if len(items) != 1:
         return False
-    if any(sub.get(k) for k in ("groupClause", "havingClause", "distinctClause", "windowClause", "valuesLists")):
+    kind, rel = unwrap(items[0])
+    if kind != "RangeVar" or (rel.get("relname") == name and not rel.get("schemaname")):
         return False
-    source = list(sub.get("fromClause") or [])
-    if len(source) != 1 or unwrap(source[0])[0] != "RangeVar" or _fans_out(sub):
-        return False
-    # Only plain column references or * in the targets: no aggregate, no function that builds rows or values.
-    return all(unwrap(unwrap(t)[1].get("val"))[0] == "ColumnRef" for t in sub.get("targetList", ()))
+    return all(unwrap(unwrap(t)[1].get("val"))[0] == "ColumnRef" for t in query.get("targetList", ()))
 
 
 def _fans_out(term: JSON) -> bool:

@@ -61,6 +61,24 @@ WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r, orders WHERE n <
 -- case: recursive join on a condition that does not involve the table
 -- expect: unbounded_recursion
 WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT r.n + 1 FROM r JOIN employees e ON e.employee_id = e.employee_id) SELECT count(*) FROM r
+-- case: walk over a derived table that crosses its table with a series
+-- expect: unbounded_recursion
+WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (SELECT x.* FROM employees x, generate_series(1, 1000) g) e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
+-- case: walk over a derived table whose targets fan out
+-- expect: unbounded_recursion
+WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (SELECT employee_id, manager_id, generate_series(1, 1000) AS g FROM employees) e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
+-- case: walk over a derived table that is a set operation
+-- expect: unbounded_recursion
+WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (SELECT employee_id, manager_id FROM employees UNION ALL SELECT employee_id, manager_id FROM employees) e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
+-- case: walk over a derived table with a WITH of its own
+-- expect: unbounded_recursion
+WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (WITH x AS (SELECT y.employee_id, y.manager_id FROM employees y, generate_series(1, 1000) g) SELECT * FROM x) e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
+-- case: walk over a derived table of VALUES
+-- expect: unbounded_recursion
+WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (VALUES (1, 2), (2, 1)) e(employee_id, manager_id) JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
+-- case: walk over a derived table of a join
+-- expect: unbounded_recursion
+WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (SELECT x.employee_id, y.manager_id FROM employees x JOIN employees y ON true) e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
 -- case: recursive CTE with only a CYCLE clause over a counter
 -- expect: unbounded_recursion
 WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) CYCLE n SET c USING p SELECT count(*) FROM r
