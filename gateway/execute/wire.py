@@ -22,9 +22,9 @@ from gateway import errors
 from gateway.execute import statements
 from gateway.execute.budget import Lease
 
-# Memory per byte received while a batch is decoded: the received chunks, the message asyncpg assembles
-# from them when it spans several, and the text decoded from it.
-PER_BYTE = 3
+# Memory per byte received while a batch is decoded: the received chunks, which asyncpg moves into one
+# message as they are read (each chunk freed as it is copied), and the text decoded from the message.
+PER_BYTE = 2
 # JSON and JSONB are decoded into Python objects, which take several times their text (3.8 times for the
 # rows of a json_agg over a table of mixed columns, measured with the budget's own sizes): reserved ahead
 # of the decode, settled to the measured size after it.
