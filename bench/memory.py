@@ -10,7 +10,7 @@ its peak is the case's own), and sends waves of ``--concurrency`` concurrent ``P
 - ``json_agg``: ``SELECT json_agg(t) FROM bench_wide t``, one ~37 MB JSON value each, with the default
   ``max_result_bytes`` (64 MiB; the decoded objects are larger, so refused as the bytes arrive);
 - ``json_agg_served``: the same with ``max_result_bytes`` at 240 MiB, so that some are answered;
-- ``wide_value``: ``SELECT string_agg(t::text, '') FROM bench_wide t``, one ~37 MB text value each.
+- ``wide_value``: ``SELECT string_agg(row_to_json(t)::text, ',') FROM bench_wide t``, one ~37 MB text value each.
 
 Reads the server's RSS from /proc: the baseline after warm-up, the peak (VmHWM) and the settled RSS a few
 seconds after the last wave. Prints one table and whether every peak stayed within budget + 150 MB. The
@@ -48,9 +48,9 @@ LARGE = "SELECT g, repeat(md5(g::text), 1250) AS v FROM generate_series(1, 1000)
 # 2000 rows of 40 kB: over max_result_bytes (64 MiB), refused as soon as the limit is crossed.
 TOO_LARGE = "SELECT g, repeat(md5(g::text), 1250) AS v FROM generate_series(1, 2000) g"
 JSON_AGG = "SELECT json_agg(t) FROM bench_wide t"
-WIDE_VALUE = "SELECT string_agg(t::text, '') FROM bench_wide t"
+WIDE_VALUE = "SELECT string_agg(row_to_json(t)::text, ',') FROM bench_wide t"
 # A table of mixed columns whose json_agg is about 37 MB.
-WIDE_ROWS = 80_000
+WIDE_ROWS = 85_000
 WIDE_TABLE = f"""
 DROP TABLE IF EXISTS bench_wide;
 CREATE TABLE bench_wide AS
@@ -158,7 +158,7 @@ async def prepare(admin_dsn: str) -> tuple[str, int, int]:
     try:
         await conn.execute(WIDE_TABLE + f"GRANT SELECT ON bench_wide TO {READER_ROLE};")
         json_size = await conn.fetchval("SELECT octet_length(json_agg(t)::text) FROM bench_wide t")
-        text_size = await conn.fetchval("SELECT octet_length(string_agg(t::text, '')) FROM bench_wide t")
+        text_size = await conn.fetchval("SELECT octet_length(string_agg(row_to_json(t)::text, ',')) FROM bench_wide t")
     finally:
         await conn.close()
     return dsn, json_size, text_size

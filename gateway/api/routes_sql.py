@@ -61,13 +61,13 @@ async def post_sql(body: SqlRequest, request: Request, gateway: Gateway = Depend
         return StreamingResponse(_stream_json(head, result, tail), media_type="application/json")
     # Rows are already JSON-ready; skipping response-model validation keeps large results cheap.
     payload = {**head, "rows": result.rows, **tail}
-    body = values.dumps(payload)
+    encoded = values.dumps(payload)
     if result.lease is None:
-        return Response(body, media_type="application/json")
+        return Response(encoded, media_type="application/json")
     # The body counts against the result budget until it has been sent (the background task runs then).
-    result.lease.hold_body(len(body))
-    return Response(body, media_type="application/json",
-                    background=BackgroundTask(result.lease.drop_body, len(body)))
+    result.lease.hold_body(len(encoded))
+    return Response(encoded, media_type="application/json",
+                    background=BackgroundTask(result.lease.drop_body, len(encoded)))
 
 
 STREAM_ABOVE_BYTES = 1024 * 1024

@@ -69,12 +69,13 @@ class Lease:
     gateway.execute.wire), the decoded rows, and the response body being written (``body``). ``bytes`` is
     their sum; :meth:`release` is idempotent."""
 
-    __slots__ = ("budget", "bytes", "wire", "body", "peak")
+    __slots__ = ("budget", "bytes", "wire", "wire_raw", "body", "peak")
 
     def __init__(self, budget: ResultBudget) -> None:
         self.budget = budget
         self.bytes = 0
         self.wire = 0
+        self.wire_raw = 0  # the bytes received that ``wire`` is charged for
         self.body = 0
         self.peak = 0  # the most this lease held at once
 
@@ -85,24 +86,27 @@ class Lease:
             raise error
         self._add(size)
 
-    def charge_wire(self, size: int, limit: int | None = None,
+    def charge_wire(self, received: int, per_byte: int = 1, limit: int | None = None,
                     too_large: Callable[[], errors.GatewayError] | None = None) -> errors.GatewayError | None:
-        """Charge bytes as they are received; returns the error (the lease released) instead of raising,
-        for the protocol callback that calls it. ``limit``: the query's own max_result_bytes."""
-        if limit is not None and self.bytes + size > limit:
+        """Charge ``received`` bytes as they arrive, at ``per_byte`` bytes of memory each; returns the error
+        (the lease released) instead of raising, for the protocol callback that calls it. ``limit``: the
+        query's own max_result_bytes, against the rows kept plus the bytes received since."""
+        size = received * per_byte
+        if limit is not None and self.bytes - self.wire - self.body + self.wire_raw + received > limit:
             self.release()
             return too_large() if too_large is not None else errors.ResultTooLarge(
                 f"the result exceeds max_result_bytes ({limit} bytes)", limit=limit)
         error = self._over(size)
         if error is None:
             self.wire += size
+            self.wire_raw += received
             self._add(size)
         return error
 
     def settle(self) -> None:
         """The received bytes have been decoded (and the rows kept measured): their charge goes."""
         self._sub(self.wire)
-        self.wire = 0
+        self.wire = self.wire_raw = 0
 
     def hold_body(self, size: int) -> None:
         """Charge a response body (or one chunk of it) about to be written. Never refused: the rows it
@@ -118,7 +122,7 @@ class Lease:
 
     def release(self) -> None:
         self.budget.used -= self.bytes
-        self.bytes = self.wire = self.body = 0
+        self.bytes = self.wire = self.wire_raw = self.body = 0
 
     def _over(self, size: int) -> errors.GatewayError | None:
         budget = self.budget

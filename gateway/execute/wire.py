@@ -5,9 +5,9 @@ of a table) is held whole as received bytes, then as the message assembled from 
 text and objects before any batch can be measured. :class:`Meter` sits between the socket and asyncpg's
 protocol (``transport.set_protocol``): while a query's :class:`~gateway.execute.budget.Lease` is attached,
 every chunk received is charged to it *before* asyncpg sees it, at ``per_byte`` bytes of memory per byte
-received (what the bytes will be while they are decoded). When the charge does not fit (the process's
-result budget, or the query's own ``max_result_bytes``) the connection is aborted at once: the chunk is
-dropped, asyncpg's pending fetch fails with a lost connection, and the run path raises :attr:`Meter.error`
+received (what the bytes will be while they are decoded). When the charge does not fit the process's
+result budget, or the bytes received cross the query's own ``max_result_bytes``, the connection is aborted
+at once: the chunk is dropped, asyncpg's pending fetch fails with a lost connection, and the run path raises :attr:`Meter.error`
 instead (the pool opens a fresh connection). The batch's charge is settled to its measured size once it
 has been decoded (:meth:`gateway.execute.budget.Lease.settle`).
 """
@@ -49,7 +49,7 @@ class Meter(asyncio.Protocol):
         lease = self.lease
         if lease is not None and self.error is None:
             self.received += len(data)
-            self.error = lease.charge_wire(len(data) * self.per_byte, self.limit, self.too_large)
+            self.error = lease.charge_wire(len(data), self.per_byte, self.limit, self.too_large)
             if self.error is not None:
                 # No exception may leave here (it would reach the event loop, not the query): end the
                 # connection, which fails asyncpg's pending fetch; the run path raises self.error.
@@ -62,13 +62,23 @@ class Meter(asyncio.Protocol):
         return self.protocol.eof_received()  # type: ignore[no-any-return]
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.protocol.connection_lost(exc)
+        protocol, self.protocol = self.protocol, _Gone()
+        # Nothing of the ended connection (its partly received message) may stay reachable from here.
+        self.lease = self.too_large = None
+        protocol.connection_lost(exc)
 
     def pause_writing(self) -> None:
         self.protocol.pause_writing()
 
     def resume_writing(self) -> None:
         self.protocol.resume_writing()
+
+
+class _Gone:
+    """The protocol of a connection that has been lost: whatever the transport still reports is dropped."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args: None
 
 
 def meter_of(conn: Any) -> Meter | None:
@@ -97,7 +107,7 @@ def attach(conn: Any, lease: Lease, limit: int, too_large: Callable[[], errors.G
 
 def detach(meter: Meter | None, lease: Lease) -> None:
     if meter is not None:
-        meter.lease = meter.too_large = None
+        meter.lease = meter.too_large = meter.error = None  # the error, raised by now, holds the query's frames
     lease.settle()  # nothing received is undecoded any more: what was kept has been measured
 
 

@@ -73,7 +73,7 @@ async def test_a_value_that_cannot_fit_is_refused_as_its_bytes_arrive(demo_dsn: 
         # The connection the meter ended is replaced: the next query is served.
         small = await sql(http, "SELECT count(*) AS n FROM orders")
         assert small.status_code == 200
-    async with gateway(demo_dsn, max_result_bytes=2 * wire_bytes) as (http, state):
+    async with gateway(demo_dsn, max_result_bytes=wire_bytes // 2) as (http, state):  # half of it received
         response = await sql(http, JSON_AGG)
         assert response.status_code == 422 and response.json()["code"] == "result_too_large"
         assert state.target("demo").results.used == 0
@@ -94,3 +94,15 @@ async def test_concurrent_large_results_are_refused_rather_than_held_beyond_the_
         assert served and refused  # the first is always served; eight never fit at once
         assert results.peak <= limit  # what was received, decoded and kept never went beyond the budget
         assert results.used == sum(r.size_bytes for r in served)  # the refused gave back all they took
+
+
+async def test_a_small_answer_counts_its_body_until_it_has_been_sent(demo_dsn: str) -> None:
+    async with gateway(demo_dsn) as (http, state):
+        results = state.target("demo").results
+        results.reset_peak()
+        response = await sql(http, "SELECT order_id FROM orders ORDER BY order_id LIMIT 200")
+        assert response.status_code == 200 and "content-length" in response.headers  # not streamed
+        rows_bytes = 200 * (64 + 40)  # the run path's fixed size of a row of one int4
+        assert results.peak >= rows_bytes + len(response.content)
+        gc.collect()
+        assert results.used == 0
