@@ -7,9 +7,9 @@ protocol (``transport.set_protocol``): while a query's :class:`~gateway.execute.
 every chunk received is charged to it *before* asyncpg sees it, at ``per_byte`` bytes of memory per byte
 received (what the bytes will be while they are decoded). When the charge does not fit the process's
 result budget, or the bytes received cross the query's own ``max_result_bytes``, the connection is aborted
-at once: the chunk is dropped, asyncpg's pending fetch fails with a lost connection, and the run path raises :attr:`Meter.error`
-instead (the pool opens a fresh connection). The batch's charge is settled to its measured size once it
-has been decoded (:meth:`gateway.execute.budget.Lease.settle`).
+at once: the chunk is dropped, asyncpg's pending fetch fails with a lost connection, and the run path
+raises :attr:`Meter.error` instead (the pool opens a fresh connection). The batch's charge is settled to
+its measured size once it has been decoded (:meth:`gateway.execute.budget.Lease.settle`).
 """
 
 from __future__ import annotations
