@@ -71,6 +71,9 @@ async def post_sql(body: SqlRequest, request: Request, gateway: Gateway = Depend
 
 
 STREAM_ABOVE_BYTES = 1024 * 1024
+# A streamed chunk exists twice while it is sent: as encoded here, and framed by the HTTP server (chunked
+# transfer encoding writes size + chunk + CRLF as one new bytes object).
+BODY_COPIES = 2
 _CHUNK_BYTES = 128 * 1024
 
 
@@ -85,11 +88,12 @@ async def _stream_json(head: dict[str, Any], result: QueryResult, tail: dict[str
     per_chunk = max(1, _CHUNK_BYTES * len(rows) // max(result.size_bytes, 1))
     for start in range(0, len(rows), per_chunk):
         chunk = (b", " if start else b"") + b", ".join(dump(row) for row in rows[start:start + per_chunk])
+        held = len(chunk) * BODY_COPIES
         if lease is not None:
-            lease.hold_body(len(chunk))
+            lease.hold_body(held)
         yield chunk  # resumed once the server has sent it
         if lease is not None:
-            lease.drop_body(len(chunk))
+            lease.drop_body(held)
         del chunk
     yield b"], " + dump(tail)[1:]
 
