@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
+from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from gateway import errors
@@ -61,23 +62,40 @@ async def post_sql(body: SqlRequest, request: Request, gateway: Gateway = Depend
         return StreamingResponse(_stream_json(head, result, tail), media_type="application/json")
     # Rows are already JSON-ready; skipping response-model validation keeps large results cheap.
     payload = {**head, "rows": result.rows, **tail}
-    return Response(values.dumps(payload), media_type="application/json")
+    encoded = values.dumps(payload)
+    if result.lease is None:
+        return Response(encoded, media_type="application/json")
+    # The body counts against the result budget until it has been sent (the background task runs then).
+    result.lease.hold_body(len(encoded))
+    return Response(encoded, media_type="application/json",
+                    background=BackgroundTask(result.lease.drop_body, len(encoded)))
 
 
 STREAM_ABOVE_BYTES = 1024 * 1024
+# A streamed chunk exists twice while it is sent: as encoded here, and framed by the HTTP server (chunked
+# transfer encoding writes size + chunk + CRLF as one new bytes object).
+BODY_COPIES = 2
 _CHUNK_BYTES = 128 * 1024
 
 
 async def _stream_json(head: dict[str, Any], result: QueryResult, tail: dict[str, Any]) -> AsyncIterator[bytes]:
     """The same JSON as the small-result path, written in chunks: a large result is never copied whole into
-    one string. The generator holds ``result``, so its rows stay charged to the result budget until sent."""
+    one string. The generator holds ``result``, so its rows stay charged to the result budget until sent,
+    and each chunk is charged to it too from when it is built until it has been sent."""
     dump = values.dumps  # total, as on the small-result path (lone surrogates, deep JSON)
+    lease = result.lease
     yield dump(head)[:-1] + b', "rows": ['
     rows = result.rows
     per_chunk = max(1, _CHUNK_BYTES * len(rows) // max(result.size_bytes, 1))
     for start in range(0, len(rows), per_chunk):
-        chunk = b", ".join(dump(row) for row in rows[start:start + per_chunk])
-        yield (b", " if start else b"") + chunk
+        chunk = (b", " if start else b"") + b", ".join(dump(row) for row in rows[start:start + per_chunk])
+        held = len(chunk) * BODY_COPIES
+        if lease is not None:
+            lease.hold_body(held)
+        yield chunk  # resumed once the server has sent it
+        if lease is not None:
+            lease.drop_body(held)
+        del chunk
     yield b"], " + dump(tail)[1:]
 
 

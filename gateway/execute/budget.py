@@ -6,9 +6,13 @@ cross ``limits.max_result_bytes``, never after the whole result is in memory. Ev
 :class:`ResultBudget` per process (``backpressure.result_bytes_in_flight``): a new query waits up to
 ``backpressure.result_wait_s`` for room, then answers 503 ``overloaded`` with Retry-After; a running query
 whose next batch would overdraw the budget answers the same, and gives its bytes back. A lease is freed when
-the result it paid for is garbage (the response has been written), so the budget covers serialisation too.
+the result it paid for is garbage (the response has been written).
 
-Sizes are what the Python objects take (``sys.getsizeof``), which is what the process's RSS follows.
+A lease counts memory where it is spent: the bytes the driver receives, as they arrive and before they are
+decoded (gateway.execute.wire, which also aborts a batch that would not fit), the decoded rows once a batch
+is in (the received bytes' charge is then settled), and the response body while it is written
+(:meth:`Lease.hold_body`). Row sizes are what the Python objects take (``sys.getsizeof``), which is what
+the process's RSS follows.
 """
 
 from __future__ import annotations
@@ -28,12 +32,16 @@ POLL_S = 0.005
 
 
 class ResultBudget:
-    """Bytes of results held by this process; ``limit`` None means unbounded (tests, the CLI)."""
+    """Bytes of results held by this process; ``limit`` None means unbounded (tests, the CLI).
+
+    ``used`` is what the leases hold now, ``peak`` the most they ever held at once (``reset_peak`` starts
+    a new measurement)."""
 
     def __init__(self, limit: int | None = None, wait_s: float = 0.0) -> None:
         self.limit = limit
         self.wait_s = wait_s
         self.used = 0
+        self.peak = 0
 
     async def admit(self) -> Lease:
         """A lease for one query, once the budget has room; :class:`errors.Overloaded` after ``wait_s``."""
@@ -47,30 +55,94 @@ class ResultBudget:
                 await asyncio.sleep(POLL_S)
         return Lease(self)
 
+    def reset_peak(self) -> None:
+        self.peak = self.used
+
+    def _add(self, size: int) -> None:
+        self.used += size
+        if self.used > self.peak:
+            self.peak = self.used
+
 
 class Lease:
-    """One query's share of the budget; :meth:`release` is idempotent."""
+    """One query's share of the budget: the bytes received and not yet decoded (``wire``, charged by
+    gateway.execute.wire), the decoded rows, and the response body being written (``body``). ``bytes`` is
+    their sum; :meth:`release` is idempotent."""
 
-    __slots__ = ("budget", "bytes")
+    __slots__ = ("budget", "bytes", "wire", "wire_raw", "body", "peak")
 
     def __init__(self, budget: ResultBudget) -> None:
         self.budget = budget
         self.bytes = 0
+        self.wire = 0
+        self.wire_raw = 0  # the bytes received that ``wire`` is charged for
+        self.body = 0
+        self.peak = 0  # the most this lease held at once
 
     def charge(self, size: int) -> None:
+        """Charge decoded rows; :class:`errors.Overloaded` (and the lease released) when the budget is spent."""
+        error = self._over(size)
+        if error is not None:
+            raise error
+        self._add(size)
+
+    def charge_wire(self, received: int, per_byte: int = 1, limit: int | None = None,
+                    too_large: Callable[[], errors.GatewayError] | None = None) -> errors.GatewayError | None:
+        """Charge ``received`` bytes as they arrive, at ``per_byte`` bytes of memory each; returns the error
+        (the lease released) instead of raising, for the protocol callback that calls it. ``limit``: the
+        query's own max_result_bytes, against the rows kept plus the bytes received since."""
+        size = received * per_byte
+        if limit is not None and self.bytes - self.wire - self.body + self.wire_raw + received > limit:
+            self.release()
+            return too_large() if too_large is not None else errors.ResultTooLarge(
+                f"the result exceeds max_result_bytes ({limit} bytes)", limit=limit)
+        error = self._over(size)
+        if error is None:
+            self.wire += size
+            self.wire_raw += received
+            self._add(size)
+        return error
+
+    def settle(self) -> None:
+        """The received bytes have been decoded (and the rows kept measured): their charge goes."""
+        self._sub(self.wire)
+        self.wire = self.wire_raw = 0
+
+    def hold_body(self, size: int) -> None:
+        """Charge a response body (or one chunk of it) about to be written. Never refused: the rows it
+        is written from were admitted, and the answer is already under way; others see it in ``used``."""
+        self.body += size
+        self._add(size)
+
+    def drop_body(self, size: int) -> None:
+        """The body (chunk) has been written."""
+        size = min(size, self.body)
+        self.body -= size
+        self._sub(size)
+
+    def release(self) -> None:
+        self.budget.used -= self.bytes
+        self.bytes = self.wire = self.wire_raw = self.body = 0
+
+    def _over(self, size: int) -> errors.GatewayError | None:
         budget = self.budget
         if budget.limit is not None and budget.used + size > budget.limit:
             # Keep max_result_bytes below the budget: then this is the others' results, transient, so 503.
             self.release()
-            raise errors.Overloaded(
+            return errors.Overloaded(
                 f"query results in flight would exceed backpressure.result_bytes_in_flight ({budget.limit} "
                 "bytes); retry shortly", limit=budget.limit)
-        self.bytes += size
-        budget.used += size
+        return None
 
-    def release(self) -> None:
-        self.budget.used -= self.bytes
-        self.bytes = 0
+    def _add(self, size: int) -> None:
+        self.bytes += size
+        if self.bytes > self.peak:
+            self.peak = self.bytes
+        self.budget._add(size)
+
+    def _sub(self, size: int) -> None:
+        self.bytes -= size
+        self.budget.used -= size
 
 
 def measure(records: list[Any], measured: list[int], fixed_per_row: int) -> int:
@@ -123,6 +195,7 @@ async def fetch_rows(cursor: Any, cap: int, *, limit: int, lease: Lease, measure
     while True:
         records = await cursor.fetch(want)
         batches += 1
+        lease.settle()  # what was received for the batch is decoded: the records below are what remains
         size = measure(records, measured, fixed_per_row)
         held += size
         if held > limit:

@@ -25,7 +25,7 @@ import asyncpg
 from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.execute import claims as row_claims
-from gateway.execute import cost, faults, statements, values
+from gateway.execute import cost, faults, statements, values, wire
 from gateway.execute.budget import FIRST_BATCH, Lease, fetch_rows
 from gateway.execute.pool import RESET_SQL, SESSION_RESET_SQL, Target
 from gateway.observability import metrics
@@ -50,6 +50,8 @@ class QueryResult:
     truncated: bool
     timings: dict[str, float] = field(default_factory=dict)
     size_bytes: int = 0  # what the rows hold, as counted against the result budget
+    # The result budget's share for these rows; the response charges its body to it while writing it.
+    lease: Lease | None = field(default=None, repr=False, compare=False)
 
     @property
     def row_count(self) -> int:
@@ -208,6 +210,8 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
         acquired = time.perf_counter()
         session = statements.session_of(conn)
         session.reset_done = False
+        # What the driver receives is charged as it arrives, before it is decoded (gateway.execute.wire).
+        meter = wire.attach(conn, lease, target.settings.limits.max_result_bytes, lambda: _too_large(target))
         try:
             # One round trip: DEALLOCATE ALL when another principal's statements may be on the connection,
             # BEGIN READ ONLY, the SET LOCALs and the cost gate's savepoint.
@@ -216,6 +220,7 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
             statements.claimed(session, partition)
             state = await statements.prepare(conn, session, sql, partition)
             columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
+            wire.expect(meter, [c.type for c in columns])
             args = _args(state, run.args)
             await cost.gate(conn, target.name, target.settings.limits, sql, role, args)
             try:
@@ -230,6 +235,8 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
                 portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1), args)
             rows, truncated = await _fetch(target, portal, cap, columns, lease)
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            if meter is not None and meter.error is not None:
+                raise meter.error from exc  # the meter ended the connection: the result did not fit
             if faults.classify(exc, connection_closed=conn.is_closed()) is not None:
                 raise  # run_query reports the fault, with this exception chained
             if isinstance(exc, asyncpg.InterfaceError):
@@ -238,11 +245,12 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
                                         database=target.name) from exc
             raise target.mask_error(_query_error(target.name, exc, by_deadline=budget.by_deadline)) from exc
         finally:
+            wire.detach(meter, lease)
             if _abandoned(conn, target):
                 pass  # closed: nothing to roll back
             elif _cancelling():  # the client left: asyncpg is sending the server a cancel; let it land first
                 await _cancel_landed(conn)
-            if not conn.is_closed():
+            if not _closed(conn):
                 await _end(conn, target, session, partition)
         executed = time.perf_counter()
     metrics.DB_SECONDS.labels(target.name).observe(executed - acquired)
@@ -252,6 +260,7 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
         truncated=truncated,
         timings={"acquire_ms": (acquired - started) * 1000, "db_ms": (executed - acquired) * 1000},
         size_bytes=lease.bytes,
+        lease=lease,
     )
     # The rows stay charged to the process's result budget until nothing refers to them any more: after
     # the response has been written, not when the fetch ends.
@@ -358,11 +367,18 @@ def _abandoned(conn: asyncpg.Connection, target: Target) -> bool:
     the socket costs the pool one connection, and the request ends now (:data:`request_deadline.CLEANUP_S`).
     """
     left = request_deadline.remaining()
-    if conn.is_closed() or not _cancelling() or left is None or left > 0:
-        return conn.is_closed()
+    if _closed(conn) or not _cancelling() or left is None or left > 0:
+        return _closed(conn)
     log.info("connection_abandoned", database=target.name, past_deadline_s=round(-left, 3))
     conn.terminate()
     return True
+
+
+def _closed(conn: Any) -> bool:
+    """Whether the connection is gone; a pool connection lost mid-query (or ended by the wire meter) has
+    already left its proxy, whose ``is_closed`` would raise."""
+    connection = statements.raw(conn)
+    return connection is None or connection.is_closed()
 
 
 def _cancelling() -> bool:
@@ -389,20 +405,21 @@ async def _fetch(target: Target, cursor: Any, cap: int, columns: list[Column],
                  lease: Lease) -> tuple[list[list[Any]], bool]:
     """Rows in batches, bytes counted as they arrive; result_too_large as soon as the limit is crossed."""
     limit = target.settings.limits.max_result_bytes
-
-    def too_large() -> errors.GatewayError:
-        metrics.DB_ERRORS.labels(target.name, errors.ResultTooLarge.code).inc()
-        return errors.ResultTooLarge(
-            f"the result exceeds databases.{target.name}.limits.max_result_bytes ({limit} bytes); "
-            "select fewer or narrower columns, or lower max_rows", limit=limit, database=target.name,
-        )
-
     measured = [i for i, c in enumerate(columns) if c.type not in _FIXED_WIDTH]
     fixed = 64 + 40 * len(columns)  # the record, its row list and a fixed-width value per column
     rows, truncated, _ = await fetch_rows(cursor, cap, limit=limit, lease=lease, measured=measured,
                                           fixed_per_row=fixed, convert=lambda batch: _to_rows(batch, columns),
-                                          too_large=too_large)
+                                          too_large=lambda: _too_large(target))
     return rows, truncated
+
+
+def _too_large(target: Target) -> errors.GatewayError:
+    limit = target.settings.limits.max_result_bytes
+    metrics.DB_ERRORS.labels(target.name, errors.ResultTooLarge.code).inc()
+    return errors.ResultTooLarge(
+        f"the result exceeds databases.{target.name}.limits.max_result_bytes ({limit} bytes); "
+        "select fewer or narrower columns, or lower max_rows", limit=limit, database=target.name,
+    )
 
 
 def _to_rows(records: list[asyncpg.Record], columns: list[Column]) -> list[list[Any]]:
