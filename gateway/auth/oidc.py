@@ -1,7 +1,7 @@
 """End users: OAuth 2.1 / OIDC access tokens checked as a resource server, beside API keys.
 
 A JWT access token is verified with PyJWT against the issuer's published keys (JWKS), which are fetched
-with httpx and cached: the key is found by the token's ``kid`` in that cache only. Nothing in the token
+with httpx2 and cached: the key is found by the token's ``kid`` in that cache only. Nothing in the token
 chooses a key or where keys come from: tokens carrying ``jku``, ``x5u``, ``jwk``, ``x5c`` or ``crit`` are
 refused, and the ``alg`` must be in ``auth.oidc.algorithms`` (asymmetric only) and fit the key's type, so an
 HS256 token "signed" with the public key never verifies. An unknown ``kid`` fetches the keys again at most
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2  # the HTTP client the openai and mcp SDKs bring (a core dependency through them)
 import jwt
 
 from gateway import errors
@@ -171,7 +171,7 @@ class _Valid:
 class OidcValidator:
     """Bearer access token -> :class:`Principal`, or ``invalid_token``; one per gateway, its caches in memory."""
 
-    def __init__(self, settings: OidcSettings, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, settings: OidcSettings, http: httpx2.AsyncClient | None = None) -> None:
         self.settings = settings
         self._http = http
         self._keys: dict[str, _Key] = {}
@@ -289,7 +289,7 @@ class OidcValidator:
             answer = await self._client().get(url)
             answer.raise_for_status()
             keys = self._parse_jwks(answer.json())
-        except (httpx.HTTPError, *_MALFORMED) as exc:
+        except (httpx2.HTTPError, *_MALFORMED) as exc:
             self._last_fetch_failed = True
             log.warning("oidc_jwks_fetch_failed", error=repr(exc), cached_keys=sorted(self._keys))
             return
@@ -324,7 +324,7 @@ class OidcValidator:
             self._metadata_attempted_at = now
             try:
                 self._metadata, self._metadata_at = await self._discover_metadata(), time.monotonic()
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 log.warning("oidc_discovery_failed", error=repr(exc), cached=self._metadata is not None)
         if self._metadata is None:
             raise errors.IdentityProviderUnavailable("the authorization server's metadata (discovery) could not "
@@ -355,14 +355,14 @@ class OidcValidator:
                     raise ValueError(f"{url} names another issuer: {metadata.get('issuer')!r}"
                                      if isinstance(metadata, dict) else f"{url} is not a JSON object")
                 return metadata
-            except (httpx.HTTPError, *_MALFORMED) as exc:
+            except (httpx2.HTTPError, *_MALFORMED) as exc:
                 last = exc
-        raise httpx.HTTPError(f"discovery failed for issuer {self.settings.issuer}: {last!r}")
+        raise httpx2.HTTPError(f"discovery failed for issuer {self.settings.issuer}: {last!r}")
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self) -> httpx2.AsyncClient:
         if self._http is None:
             # No redirects: the keys come from the configured or discovered URL, not wherever it points.
-            self._http = httpx.AsyncClient(timeout=self.settings.http_timeout_s, follow_redirects=False)
+            self._http = httpx2.AsyncClient(timeout=self.settings.http_timeout_s, follow_redirects=False)
         return self._http
 
     # --- opaque tokens ----------------------------------------------------------------------------------
@@ -377,7 +377,7 @@ class OidcValidator:
                                                auth=(config.client_id, secret))
             answer.raise_for_status()
             record = answer.json()
-        except (httpx.HTTPError, *_MALFORMED) as exc:
+        except (httpx2.HTTPError, *_MALFORMED) as exc:
             log.warning("oidc_introspection_failed", error=repr(exc))
             raise errors.IdentityProviderUnavailable("the authorization server's introspection endpoint did not "
                                                      "answer") from None
