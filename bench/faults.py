@@ -31,7 +31,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -48,6 +47,7 @@ from gateway.auth import new_token
 from gateway.demo.embedded import EmbeddedPostgres
 from gateway.demo.generator import derive_dsn, ensure_demo_database
 from gateway.store import api_keys
+from gateway.testing.loopback import silent_listener
 from gateway.testing.scripted_llm import LLMRequest, Reply, ScriptedLLM
 
 QUESTION = "How many orders were not cancelled?"
@@ -97,30 +97,8 @@ def scripted_llm() -> AbstractContextManager[str]:
 @contextmanager
 def black_hole() -> Iterator[str]:
     """An "LLM" that accepts connections and never answers (nor reads)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(512)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for sock in held:
-            sock.close()
-        listener.close()
+    with silent_listener() as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 # --- the gateway as a real process ---------------------------------------------------------------------

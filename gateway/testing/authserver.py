@@ -35,7 +35,6 @@ import hashlib
 import hmac
 import json
 import secrets
-import socket
 import threading
 import time
 from collections import Counter
@@ -65,6 +64,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway.testing import loopback
 
 KeyKind = Literal["RSA", "EC"]
 
@@ -465,27 +466,11 @@ class AuthServer:
         return counted
 
     def start(self) -> AuthServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self.port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self._app(), log_level="warning", access_log=False, lifespan="off",
-                                limit_concurrency=10_000, backlog=4096)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("test authorization server did not start")
-            time.sleep(0.01)
+        self._server, self._thread, self.port = loopback.serve(self._app(), "test authorization server", self.port)
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        loopback.stop(self._server, self._thread)
 
     def __enter__(self) -> AuthServer:
         return self.start()

@@ -16,7 +16,6 @@ is recorded in ``llm.requests`` so that tests can assert on prompts.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 import uuid
@@ -29,6 +28,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from gateway.testing import loopback
 
 
 @dataclass
@@ -166,27 +167,11 @@ class ScriptedLLM:
             Route("/v1/chat/completions", self._completions, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
         ])
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self.port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
-                                limit_concurrency=10_000, backlog=4096)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("scripted LLM server did not start")
-            time.sleep(0.01)
+        self._server, self._thread, self.port = loopback.serve(app, "scripted LLM server", self.port)
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        loopback.stop(self._server, self._thread)
 
     def __enter__(self) -> ScriptedLLM:
         return self.start()

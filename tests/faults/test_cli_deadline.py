@@ -3,8 +3,6 @@ database accepts the connection and never answers (a frozen host, a network cut 
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,35 +10,14 @@ import pytest
 from typer.testing import CliRunner
 
 from gateway.cli import app
+from gateway.testing.loopback import silent_listener
 
 
 @pytest.fixture
 def silent_port() -> Iterator[int]:
     """A loopback port that accepts connections and never says a word."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        for conn in held:
-            conn.close()
-        listener.close()
+    with silent_listener() as port:
+        yield port
 
 
 @pytest.mark.parametrize("command", [["schema", "silent"], ["rules", "check"], ["migrate"],
