@@ -219,9 +219,9 @@ class GatewayMiddleware:
             async with asyncio.timeout_at(None if at is None else at + deadline.HARD_GRACE_S) as hard:
                 compiled = self.fast.lookup(scope) if headers.get(b"content-type") == _JSON else None
                 if compiled is not None and len(headers) == len(scope["headers"]):  # no repeated header
-                    await call_app(_replay(body, receive), compiled, body)
+                    await call_app(replay(body, receive), compiled, body)
                 else:
-                    await call_app(_replay(body, receive))
+                    await call_app(replay(body, receive))
                     self.fast.learn(scope)
         except TimeoutError:
             if hard is None or not hard.expired():
@@ -336,7 +336,7 @@ class _Disconnected(Exception):
     """The client went away while sending its body: nobody is left to answer."""
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
     """The body read during admission, then the server's own messages (``http.disconnect`` for routes that
     watch for a client going away)."""
     pending = True

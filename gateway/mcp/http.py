@@ -40,6 +40,7 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway import errors
+from gateway.api.middleware import replay
 from gateway.api.problems import challenge_of, problem_response
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.scopes import Operation
@@ -195,16 +196,8 @@ async def _body(receive: Receive) -> tuple[bytes, Receive]:
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             break
-    body, pending = b"".join(chunks), True
-
-    async def replayed() -> Message:
-        nonlocal pending
-        if pending:
-            pending = False
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return body, replayed
+    body = b"".join(chunks)
+    return body, replay(body, receive)
 
 
 def _check_scopes(gateway: Gateway, principal: Principal, body: bytes) -> None:

@@ -33,6 +33,7 @@ from gateway.settings import (
 )
 from gateway.store import api_keys
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
+from tests.auth.conftest import admin
 from tests.conftest import PgServer
 from tests.serving import free_port
 
@@ -96,15 +97,6 @@ async def _create_keys(store_dsn: str) -> dict[str, str]:
                                   pg_role=None, secret_sha256=token.secret_sha256)
             keys[role] = token.token
         return keys
-    finally:
-        await conn.close()
-
-
-async def admin(dsn: str, *statements: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in statements:
-            await conn.execute(statement)
     finally:
         await conn.close()
 

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import asyncpg
 import pytest
 
 from gateway import Gateway
 from gateway.auth import Principal, Role
 from gateway.settings import ContextSettings, DatabaseSettings, LLMSettings, MagicSettings, Settings
 from gateway.testing.scripted_llm import ScriptedLLM
+from tests.auth.conftest import admin
 from tests.conftest import PgServer
 
 # Tenant 1's and tenant 2's spellings of the same column: a prompt for tenant 1 must never carry tenant 2's.
@@ -31,15 +31,6 @@ class Roles:
     orders_only: str  # may read orders(order_id, status, total_amount), nothing else
     tenant: str  # subject to the row policy of the tenants database
     odd: str  # a role whose name holds quotes and a semicolon
-
-
-async def admin(dsn: str, *statements: str) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        for statement in statements:
-            await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 def quoted(name: str) -> str:
