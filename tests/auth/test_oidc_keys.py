@@ -212,3 +212,25 @@ def test_principal_mapping_edge_cases(idp: AuthServer) -> None:
         principal_from_claims(s, {**claims, "scope": "openid"})
     with pytest.raises(errors.InvalidToken):
         principal_from_claims(s, {**claims, "sub": ""})
+
+
+async def test_a_fresh_token_signed_with_a_held_key_passes_admission(idp: AuthServer) -> None:
+    """An address that spent its budget of refused requests (a browser's favicon requests, a shared NAT) can
+    still bring a token it just got: admission lets a JWT naming a key this replica holds go on to its
+    signature check. Nothing that needs a network round trip, nor a header the validator refuses, does."""
+    v = OidcValidator(settings(idp))
+    try:
+        await v.authenticate(idp.mint("alice"))  # the JWKS is warm
+        fresh = idp.mint("bob")
+        assert v.known(fresh)
+        assert not v.known(idp.mint("bob", kid="no-such-kid"))
+        assert not v.known(idp.mint("bob", headers={"jku": "http://127.0.0.1:9/keys"}))
+        assert not v.known(idp.mint("bob", alg="none"))
+        assert not v.known(idp.mint_opaque("bob"))
+        assert not v.known("a.b")
+        forged = fresh.rsplit(".", 1)[0] + ".AAAA"
+        assert v.known(forged)  # admitted to the check, which refuses it
+        with pytest.raises(errors.InvalidToken):
+            await v.authenticate(forged)
+    finally:
+        await v.aclose()

@@ -25,6 +25,11 @@ async def test_page_and_assets_need_no_key_and_carry_csp_and_etag(console: Conso
         # Everything the page loads is a relative path on this origin: nothing from a CDN.
         loaded = re.findall(r'(?:src|href)="([^"]+)"', page.text)
         assert "app.js" in loaded and "console.css" in loaded
+        # Its own icon: a browser that finds none asks for /favicon.ico, which needs a key, and every refused
+        # request spends the address's budget of refusals (a fresh sign-in could then answer 429).
+        assert "favicon.svg" in loaded
+        icon = await http.get("/console/favicon.svg")
+        assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
         assert not [u for u in loaded if "//" in u]
         for name in sorted(p.name for p in STATIC.iterdir()):
             asset = await http.get(f"/console/{name}")

@@ -85,7 +85,7 @@ def ask(driver: Any, question: str) -> Any:
 def console_errors(driver: Any) -> list[str]:
     """Errors the page logged (a CSP violation, a failed module): none may occur."""
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"
-            and "favicon" not in e["message"] and "401" not in e["message"]]
+            and "401" not in e["message"]]
 
 
 def test_sign_in_offers_only_the_pages_of_the_keys_role(browser: Any, console: Console) -> None:
