@@ -64,6 +64,9 @@ class _Prepared:
     examples_policy: safety.Policy | None = None
     example_verdicts: dict[str, bool] | None = None
     guideline: list[tuple[Guideline, Guideline]] | None = None  # the last guideline and its scoped text
+    # A caller's view only: names the tables whose rows depend on the reader (row-level security, row
+    # filters), for leaving out the guideline's reminders over them.
+    reader_dependent: Redactor | None = None
 
     def guideline_for(self, guideline: Guideline) -> Guideline:
         """``guideline`` as this view shows it (memoized for the last one: it rarely changes)."""
@@ -71,7 +74,8 @@ class _Prepared:
         if memo and memo[0][0] == guideline:
             return memo[0][1]
         scoped = Guideline(guideline.version, scoped_guideline(guideline.text, self.redact,
-                                                               drop=self.examples_policy is not None))
+                                                               drop=self.examples_policy is not None,
+                                                               reader_dependent=self.reader_dependent))
         if memo is not None:
             memo[:] = [(guideline, scoped)]
         return scoped
@@ -120,9 +124,13 @@ def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _P
         rendered.append(Rendered(table.qualified_name, full, compact, estimate_tokens(full) + 1,
                                  estimate_tokens(compact) + 1))
     policy = _examples_policy(snapshot, schema, rules, filtered) if scoped else None
+    dependent = None
+    if scoped and snapshot.full is not None and (snapshot.row_secured or filtered):
+        reader = frozenset(name.lower() for name in snapshot.row_secured) | filtered
+        dependent = Redactor(RuleSet(rules.database, hidden_tables=reader), snapshot.full)
     prepared = _Prepared(rules, sample_values, schema, redact, values, rendered, neighbours(schema.tables),
                          ValueIndex.of(values), table_words(schema.tables, values, rules.table_descriptions),
-                         policy, {} if scoped else None, [] if scoped else None)
+                         policy, {} if scoped else None, [] if scoped else None, dependent)
     snapshot.prepared = prepared
     return prepared
 

@@ -65,7 +65,7 @@ class Redactor:
 _REMINDER = re.compile(r"^(?=\d+\.\s)", re.MULTILINE)
 
 
-def scoped_guideline(text: str, redact: Redactor, *, drop: bool) -> str:
+def scoped_guideline(text: str, redact: Redactor, *, drop: bool, reader_dependent: Redactor | None = None) -> str:
     r"""The guideline as a prompt shows it: hidden names redacted and, with ``drop`` (a caller's view), the
     numbered reminders that mention any name the caller may not read left out whole, since their SQL is a
     worked example over data it cannot see.
@@ -76,10 +76,16 @@ def scoped_guideline(text: str, redact: Redactor, *, drop: bool) -> str:
     'Intro\n1. Count orders\nSELECT 1\n'
     >>> scoped_guideline(text, redact, drop=False)
     'Intro\n1. Count orders\nSELECT 1\n2. Sum [hidden]\nSELECT 2\n'
+
+    ``reader_dependent`` (a caller's view with row-level security or row filters in play) names the tables
+    whose rows depend on the reader: a reminder over one of them is left out too, since its literals may
+    spell another tenant's rows (the guideline is learnt from every caller's corrections).
     """
-    if drop and redact.pattern is not None:
+    droppers = [r for r in (redact if drop else None, reader_dependent) if r is not None and r.pattern is not None]
+    if droppers:
         parts = _REMINDER.split(text)
-        text = "".join(p for i, p in enumerate(parts) if i == 0 or not redact.mentions_hidden(p))
+        text = "".join(p for i, p in enumerate(parts)
+                       if i == 0 or not any(r.mentions_hidden(p) for r in droppers))
     return redact.clean(text)
 
 
