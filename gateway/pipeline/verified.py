@@ -34,7 +34,9 @@ async def offline_answers_only(state: GatewayState, q: Question, exc: errors.LLM
                                 ) -> errors.LLMNotConfigured:
     """With no LLM only verified questions are answered: name some, and how to add an LLM."""
     questions: list[str] = []
-    if state.store is not None:
+    # Verified questions are everyone's: a caller under a row policy is shown none (they may name another
+    # tenant's values).
+    if state.store is not None and not q.claims:
         from gateway.store import examples
 
         try:
@@ -54,7 +56,12 @@ async def offline_answers_only(state: GatewayState, q: Question, exc: errors.LLM
 async def answer_verified(state: GatewayState, q: Question, policy: AskPolicy,
                            on_attempt: OnAttempt | None, check_and_run: CheckAndRun) -> Answer | None:
     """Answer with a verified example's SQL, without the LLM, when the question matches one exactly and its
-    SQL still passes check, execution and validation; None otherwise (the LLM answers as usual)."""
+    SQL still passes check, execution and validation; None otherwise (the LLM answers as usual).
+
+    Not for a caller under a row policy: the answer would show another caller's stored SQL, whose literals
+    may spell another tenant's values (its prompts show only the examples its view allows)."""
+    if q.claims:
+        return None
     try:
         example = await state.examples.exact(q.database, q.question)
     except errors.GatewayError as exc:  # store down: the LLM path still works

@@ -50,3 +50,27 @@ async def test_switched_off_by_default(demo_dsn: str, fresh_db: str, dirs: dict[
         await add_example(fresh_db, "How many regions are there?", "SELECT count(*) FROM regions")
         response = await post_ask(http, "How many regions are there?")
         assert response.status_code == 503 and response.json()["code"] == "llm_not_configured"
+
+
+async def test_a_caller_under_a_row_policy_is_never_answered_with_another_callers_sql(
+        demo_dsn: str, fresh_db: str, dirs: dict[str, Path]) -> None:
+    """A verified example's SQL and question are everyone's: their literals may spell another tenant's values.
+    A caller with row-policy values is neither answered with it nor shown the stored questions."""
+    from gateway import Gateway, errors
+    from gateway.auth import Principal, Role
+
+    settings = ask_settings(demo_dsn, dirs, base_url=None)  # no LLM at all
+    settings.store = StoreSettings(dsn=fresh_db, exact_match_answers=True)
+    tenant = Principal(name="alice", role=Role.CLIENT, databases=frozenset({"demo"}), user="alice",
+                       claims=(("tenant_id", "1"),))
+    question = "How many regions does Zephyr Holdings use?"
+    async with Gateway(settings) as gw:
+        await add_example(fresh_db, question, "SELECT count(*) AS regions FROM regions WHERE name <> 'Zephyr'")
+        everyone = await gw.ask(gw.question("demo", question))
+        assert everyone.chosen is not None and everyone.chosen.source == "verified_example"
+        try:
+            await gw.ask(gw.question("demo", question, principal=tenant))
+        except errors.LLMNotConfigured as exc:
+            assert exc.extra["verified_questions"] == [] and "Zephyr" not in exc.detail
+        else:
+            raise AssertionError("a caller under a row policy was answered from a verified example")
