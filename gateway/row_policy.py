@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from gateway import errors, safety
 from gateway.execute import Target
 from gateway.execute.introspect import introspect
+from gateway.execute.rls import table_ancestors
 from gateway.findings import Finding
 from gateway.rules import RuleSet
 from gateway.rules.row_filters import ClaimMissing, Relation, Unenforceable, rewrite
@@ -60,9 +61,11 @@ async def relations(databases: Databases, database: str) -> tuple[Relation, ...]
     hit = cache.get(database)
     if hit is not None and time.monotonic() - hit[0] < TTL_S:
         return hit[1]
-    schema = await introspect(databases.target(database))
-    found = tuple(Relation(t.schema, t.name, t.kind, tuple((c.name, c.type) for c in t.columns))
-                  for t in schema.tables)
+    target = databases.target(database)
+    schema = await introspect(target)
+    ancestors = await table_ancestors(target)
+    found = tuple(Relation(t.schema, t.name, t.kind, tuple((c.name, c.type) for c in t.columns),
+                           ancestors.get((t.schema, t.name), ())) for t in schema.tables)
     cache[database] = (time.monotonic(), found)
     return found
 

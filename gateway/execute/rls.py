@@ -1,4 +1,5 @@
-"""Whether Postgres's row-level security would apply to a role on the tables that carry a gateway row filter.
+"""Row policies as the catalogs tell them: which tables inherit from which, and whether Postgres's row-level
+security would apply to a role on the tables that carry a gateway row filter.
 
 ``rules check`` reports a table whose ``row_filter`` has no RLS behind it (the gateway's rewrite is then
 the only layer), and a role that RLS would not restrain anyway: the table's owner (or a member of the
@@ -7,6 +8,7 @@ owning role) without ``FORCE ROW LEVEL SECURITY``, a superuser, or a role with `
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from gateway.execute import faults
@@ -60,7 +62,8 @@ async def table_rls(target: Target, tables: list[str], role: str | None = None) 
     if not tables:
         return []
     try:
-        async with target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
+        async with asyncio.timeout(target.client_timeout_s()), \
+                target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
             async with conn.transaction(readonly=True):
                 rows = await conn.fetch(_RLS_SQL, tables, role)
     except faults.FAULTS as exc:
@@ -70,3 +73,34 @@ async def table_rls(target: Target, tables: list[str], role: str | None = None) 
         raise faults.database_error(target.name, exc, fault) from exc
     return [TableRls(r["name"], r["found"], r["enabled"], r["forced"], r["owns"], bool(r["superuser"]),
                      bool(r["bypass"])) for r in rows]
+
+
+# Every ancestor of every table that inherits (partitions too): (schema, name) -> (schema, name) of each.
+_ANCESTORS_SQL = """
+WITH RECURSIVE up(child, parent) AS (
+    SELECT inhrelid, inhparent FROM pg_inherits
+    UNION
+    SELECT up.child, i.inhparent FROM up JOIN pg_inherits i ON i.inhrelid = up.parent
+)
+SELECT cn.nspname AS schema, c.relname AS name, pn.nspname AS parent_schema, p.relname AS parent_name
+FROM up
+JOIN pg_class c ON c.oid = up.child JOIN pg_namespace cn ON cn.oid = c.relnamespace
+JOIN pg_class p ON p.oid = up.parent JOIN pg_namespace pn ON pn.oid = p.relnamespace
+"""
+
+
+async def table_ancestors(target: Target) -> dict[tuple[str, str], tuple[tuple[str, str], ...]]:
+    """``(schema, table) -> ((schema, ancestor), ...)`` for every table that inherits from another."""
+    try:
+        async with asyncio.timeout(target.client_timeout_s()), \
+                target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
+            rows = await conn.fetch(_ANCESTORS_SQL)
+    except faults.FAULTS as exc:
+        fault = faults.classify(exc)
+        if fault is None:
+            raise
+        raise faults.database_error(target.name, exc, fault) from exc
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for r in rows:
+        found.setdefault((r["schema"], r["name"]), []).append((r["parent_schema"], r["parent_name"]))
+    return {key: tuple(sorted(set(value))) for key, value in found.items()}

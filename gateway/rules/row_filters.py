@@ -104,6 +104,7 @@ class Relation:
     name: str
     kind: str  # 'table' | 'view' | 'materialized_view' | 'foreign_table'
     columns: tuple[tuple[str, str], ...] = ()  # (name, type), in attribute order
+    ancestors: tuple[tuple[str, str], ...] = ()  # (schema, name) of every table it inherits from
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +269,7 @@ def rewrite(sql: str, filters: Mapping[str, RowFilter], claims: Mapping[str, str
         found = _filter_for(body, filters)
         if found is None:
             known.require_base_table(body)
+            known.require_unfiltered_ancestors(body, filters)
             continue
         if ref.sampled:
             raise Unenforceable("TABLESAMPLE over a filtered table cannot be filtered", where)
@@ -395,6 +397,16 @@ class _Known:
             kind = next(r.kind for r in matches if r.kind != "table").replace("_", " ")
             raise Unenforceable(f"{shown} is a {kind}; its rows may come from a filtered table, which the "
                                 "gateway cannot filter inside it", where)
+
+    def require_unfiltered_ancestors(self, body: dict[str, Any], filters: Mapping[str, RowFilter]) -> None:
+        """A table that inherits from a filtered table holds rows of that table's kind (``SELECT FROM parent``
+        reads them through the parent's filter); read directly, without a filter of its own, it is refused."""
+        for relation in self._matches(body):
+            for schema, name in relation.ancestors:
+                if _filter_for({"relname": name, "schemaname": schema}, filters) is not None:
+                    raise Unenforceable(
+                        f"{relation.schema}.{relation.name} inherits from {schema}.{name}, which has a row filter; "
+                        "give it a row_filter of its own to read it directly", body.get("location"))
 
     def columns(self, body: dict[str, Any]) -> tuple[Relation, ...]:
         return tuple(self._matches(body))

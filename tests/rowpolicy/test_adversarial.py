@@ -182,3 +182,19 @@ async def test_no_prompt_shows_values_of_a_view_over_filtered_tables(tenants: Te
     [prompt] = [r.text.replace("customer orders of dave", "") for r in llm.requests]
     assert "customer_orders" in prompt  # the view is shown, without its values
     assert "TENANT2" not in prompt and "'bob'" not in prompt, prompt
+
+
+async def test_a_child_of_a_filtered_table_without_a_filter_of_its_own_is_refused(tenants: Tenants,
+                                                                                   tmp_path: Path) -> None:
+    """events_archive INHERITS (events): read through events it is filtered; read directly it needs a filter
+    of its own. Without one it is refused, never read whole."""
+    config = settings(tenants, tmp_path)
+    (tmp_path / "filters.yaml").write_text(
+        (tmp_path / "filters.yaml").read_text().replace('  events_archive: {row_filter: "tenant_id = {claim.tenant_id}"}\n', ""))
+    async with Gateway(config) as gateway:
+        with pytest.raises(errors.SqlBlocked) as refused:
+            await gateway.sql("filters", "SELECT label FROM events_archive", principal=tenant("1"))
+        assert "row_filter_unenforceable" in refused.value.extra["codes"]
+        assert "inherits from public.events" in str(refused.value.extra["findings"])
+        through_parent = await gateway.sql("filters", "SELECT label FROM events ORDER BY 1", principal=tenant("1"))
+        assert [r[0] for r in through_parent.result.rows] == ["login", "old login"]
