@@ -136,7 +136,7 @@ def parse_row_filter(table: str, sql: str, file: str = "", line: int = 0) -> Row
     data = text.encode("utf-8")
     try:
         stmts = json.loads(pg.parse_sql_json(text)).get("stmts", [])
-        tokens = pg.scan(text)
+        tokens = _scan(text)
     except pg.ParseError as exc:
         raise ValueError(f"the filter does not parse as a SQL expression: {exc.args[0] if exc.args else exc}") from None
     select = stmts[0]["stmt"].get("SelectStmt") if len(stmts) == 1 else None
@@ -186,6 +186,24 @@ def parse_row_filter(table: str, sql: str, file: str = "", line: int = 0) -> Row
         elif piece or kind_ == "claim":
             merged.append((kind_, piece))
     return RowFilter(table.lower(), sql, tuple(merged), tuple(dict.fromkeys(names)), frozenset(columns), file, line)
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    name: str
+    start: int  # byte offset of the first byte
+    end: int  # byte offset of the last byte
+
+
+def _scan(sql: str) -> list[_Token]:
+    """pglast's tokens with byte offsets. ``scan()`` counts characters while the parse tree's locations count
+    bytes: mixed, a multibyte character before a filtered table made a location name another token, and the
+    edit then spliced the filter around text of the attacker's choosing (``FROM orders o,x t`` with the
+    filter on the CTE ``x``)."""
+    ends = [0]
+    for ch in sql:
+        ends.append(ends[-1] + len(ch.encode("utf-8")))
+    return [_Token(t.name, ends[t.start], ends[t.end + 1] - 1) for t in pg.scan(sql)]
 
 
 def _param_end(data: bytes, offset: int) -> int:
@@ -248,7 +266,7 @@ def rewrite(sql: str, filters: Mapping[str, RowFilter], claims: Mapping[str, str
     (the safety check refuses it)."""
     try:
         stmts = json.loads(pg.parse_sql_json(sql)).get("stmts", [])
-        tokens = [t for t in pg.scan(sql) if t.name not in _COMMENTS]  # `public /* */ . orders` is one name
+        tokens = [t for t in _scan(sql) if t.name not in _COMMENTS]  # `public /* */ . orders` is one name
     except pg.ParseError:
         return Rewritten(sql, (), ())
     if len(stmts) != 1:

@@ -130,6 +130,30 @@ async def test_gateway_filters_bind_the_value_and_refuse_one_that_is_not_the_col
         await gw.sql("filters", "SELECT count(*) FROM orders", principal=tenant(value))
 
 
+# pglast's scanner counts characters, the parse tree bytes: 19 two-byte characters before `orders` made its
+# location name the token `t.order_id`, whose 10 characters the edit took for the table's name, so the filter
+# was spliced around `orders o,x` and applied to the CTE x while `orders o` stayed whole.
+SPLICED = ("WITH x AS (SELECT 1 AS tenant_id) SELECT /*" + "é" * 19 + "*/ t.order_id, t.status FROM orders o,x t "
+           "WHERE t.order_id > 0 AND t.order_id < 100000")
+
+
+async def test_multibyte_text_before_a_filtered_table_cannot_move_the_filter(gw: Gateway) -> None:
+    try:
+        out = await gw.sql("filters", SPLICED, principal=tenant("1"))
+    except errors.GatewayError:
+        return  # refused or failed: either way nothing of tenant 2 came back
+    assert all(row[0] < 1000 for row in out.result.rows), out.result.rows
+
+
+def test_the_rewrite_places_the_filter_after_multibyte_text() -> None:
+    f = parse_row_filter("orders", "tenant_id = {claim.tenant_id}")
+    out = rewrite(SPLICED, {"orders": f}, {"tenant_id": "1"}, None)
+    assert "FROM (SELECT * FROM orders AS nl2sql_rf WHERE (nl2sql_rf.tenant_id = $1)) o,x t" in out.sql
+    alias = rewrite('SELECT o.status AS "état" FROM orders o', {"orders": f}, {"tenant_id": "1"}, None)
+    assert alias.sql == ('SELECT o.status AS "état" FROM (SELECT * FROM orders AS nl2sql_rf '
+                         'WHERE (nl2sql_rf.tenant_id = $1)) o')
+
+
 def test_the_value_is_never_spliced_into_the_text() -> None:
     f = parse_row_filter("orders", "tenant_id = {claim.tenant_id}")
     value = "1) UNION SELECT * FROM orders --"
