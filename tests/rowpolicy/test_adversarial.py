@@ -148,10 +148,27 @@ async def test_multibyte_text_before_a_filtered_table_cannot_move_the_filter(gw:
 def test_the_rewrite_places_the_filter_after_multibyte_text() -> None:
     f = parse_row_filter("orders", "tenant_id = {claim.tenant_id}")
     out = rewrite(SPLICED, {"orders": f}, {"tenant_id": "1"}, None)
-    assert "FROM (SELECT * FROM orders AS nl2sql_rf WHERE (nl2sql_rf.tenant_id = $1)) o,x t" in out.sql
+    assert "FROM (SELECT * FROM orders AS nl2sql_rf WHERE (nl2sql_rf.tenant_id = $1) OFFSET 0) o,x t" in out.sql
     alias = rewrite('SELECT o.status AS "état" FROM orders o', {"orders": f}, {"tenant_id": "1"}, None)
     assert alias.sql == ('SELECT o.status AS "état" FROM (SELECT * FROM orders AS nl2sql_rf '
-                         'WHERE (nl2sql_rf.tenant_id = $1)) o')
+                         'WHERE (nl2sql_rf.tenant_id = $1) OFFSET 0) o')
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM customers WHERE customer_id >= 1000 AND to_date(name, 'Month') IS NULL",
+    "SELECT count(*) FROM orders WHERE order_id >= 1000 AND to_date(status, 'Month') IS NULL",
+    "SELECT o.order_id FROM orders o JOIN customers c USING (customer_id) "
+    "WHERE c.customer_id >= 1000 AND to_timestamp(c.name, 'TZ') IS NULL",
+])
+async def test_a_condition_that_fails_never_runs_on_another_tenants_rows(gw: Gateway, sql: str) -> None:
+    """Merged into the query, the filter and the client's equally cheap condition ran in the client's order:
+    the cast ran on tenant 2's rows first and its error quoted their text."""
+    for database in ("rls", "filters"):
+        try:
+            out = await gw.sql(database, sql, principal=tenant("1"))
+        except errors.QueryError as exc:
+            raise AssertionError(f"{database}: {exc}") from None
+        assert out.result.rows in ([[0]], []), (database, out.result.rows)
 
 
 def test_the_value_is_never_spliced_into_the_text() -> None:
@@ -166,7 +183,7 @@ async def test_check_reports_the_text_that_would_run(gw: Gateway) -> None:
     view = gw.check("SELECT o.order_id FROM orders o", "filters", principal=tenant("1"))
     assert view["allowed"]
     assert view["executed_sql"] == ("SELECT o.order_id FROM (SELECT * FROM orders AS nl2sql_rf "
-                                    "WHERE (nl2sql_rf.tenant_id = $1)) o")
+                                    "WHERE (nl2sql_rf.tenant_id = $1) OFFSET 0) o")
     assert "executed_sql" not in gw.check("SELECT o.order_id FROM orders o", "rls", principal=tenant("1"))
 
 
