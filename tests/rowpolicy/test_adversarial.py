@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,11 @@ from gateway.execute.run import run_query
 from gateway.pipeline import Question
 from gateway.rules.loading import parse_file
 from gateway.rules.row_filters import parse_row_filter, rewrite
+from gateway.settings import StoreSettings
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.ask.helpers import script
 from tests.ask.helpers import sql as llm_sql
+from tests.auth.conftest import store_dsn  # noqa: F401 - a store database per module
 from tests.rowpolicy.conftest import Tenants, settings, tenant
 
 HOSTILE = ["'; DROP TABLE orders; --", "1' OR '1'='1", "\\' OR 1=1 --", "$$; SELECT 1; $$", "$x$ ' $x$",
@@ -223,3 +226,25 @@ async def test_no_prompt_shows_values_of_a_view_over_filtered_tables(tenants: Te
     [prompt] = [r.text.replace("customer orders of dave", "") for r in llm.requests]
     assert "customer_orders" in prompt  # the view is shown, without its values
     assert "TENANT2" not in prompt and "'bob'" not in prompt, prompt
+
+
+
+@pytest.mark.parametrize("corrected", [
+    "SELECT to_date(name, 'Month') FROM customers WHERE customer_id = 1001",  # quoted a name of tenant 2
+    "SELECT 1 / (count(*) - 1) FROM customers WHERE name LIKE 'TENANT2 d%'",  # told one exists
+])
+async def test_a_corrected_sql_runs_with_the_callers_row_policy(tenants: Tenants, tmp_path: Path, llm: ScriptedLLM,
+                                                                store_dsn: str, corrected: str) -> None:  # noqa: F811
+    """Feedback runs its corrected SQL to prove it executes; unfiltered, it read every tenant's rows and its
+    error told tenant 1 about them. Filtered, neither statement sees a row of tenant 2, so both run."""
+    script(llm, llm_sql("SELECT count(*) FROM orders"))
+    config = settings(tenants, tmp_path, base_url=llm.base_url)
+    config.store = StoreSettings(dsn=store_dsn)
+    alice = tenant("1")
+    async with Gateway(config) as gateway:
+        answer = await gateway.answer(Question("filters", "how many orders", request_id=uuid.uuid4().hex,
+                                               client=alice.owner, end_user=alice.user, claims=alice.claims))
+        assert answer.request_id
+        stored, new = await gateway.feedback(answer.request_id, "incorrect", corrected_sql=corrected,
+                                             principal=alice)
+    assert new and stored.corrected_sql == corrected
