@@ -21,11 +21,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from gateway import errors
+from gateway import errors, row_policy
 from gateway.client_sql import Databases, check_sql, hidden_names
 from gateway.execute import run_query
 from gateway.masking import mask, mask_fields
@@ -98,6 +98,8 @@ class FeedbackIn:
     # corrected SQL runs.
     may_use: Callable[[str], bool] | None = None
     pg_role: str | None = None
+    # The caller's row-policy values: a corrected SQL runs filtered exactly as the caller's own SQL does.
+    claims: tuple[tuple[str, str], ...] = ()
     # True when an authenticated dba or admin sent it: its pair is approved, its correction reviewed.
     reviewer: bool = False
 
@@ -119,7 +121,7 @@ async def _submit(store: Store, databases: Databases, item: FeedbackIn) -> tuple
     if existing is not None:
         return _same_or_conflict(existing, item), False
     if item.corrected_sql:
-        await _verify_correction(databases, entry.database, item.corrected_sql, item.pg_role)
+        await _verify_correction(databases, entry.database, item.corrected_sql, item.pg_role, item.claims)
 
     async with store.transaction() as conn:
         who = item.owner
@@ -194,17 +196,25 @@ def _same_or_conflict(existing: StoredFeedback, item: FeedbackIn) -> StoredFeedb
     return existing
 
 
-async def _verify_correction(databases: Databases, database: str, sql: str, role: str | None) -> None:
-    """The corrected SQL must pass the safety check and run; raises the problem that says why not."""
+async def _verify_correction(databases: Databases, database: str, sql: str, role: str | None,
+                             claims: Sequence[tuple[str, str]] = ()) -> None:
+    """The corrected SQL must pass the safety check and run; raises the problem that says why not.
+
+    It runs as the caller's own SQL does (``POST /v1/sql``): its Postgres role, its claims set for RLS and
+    bound into the rules' row filters. Run unfiltered, its error messages would read other tenants' rows."""
     verdict = check_sql(databases, sql, database)
-    if not verdict.allowed:
+    run = None
+    if verdict.allowed:
+        run = await row_policy.filtered(databases, database, sql, claims, verdict)
+        verdict = run.verdict
+    if run is None or not verdict.allowed:
         names = hidden_names(databases, database)  # a finding names what it refused: not a hidden name
         raise errors.CorrectionBlocked(
             mask("corrected_sql was refused: " + "; ".join(f.message for f in verdict.findings), names),
             findings=mask_fields([f.as_dict() for f in verdict.findings], names), codes=verdict.codes,
         )
     # Running it proves it executes; one row is enough to prove that and keeps the call cheap.
-    await run_query(databases.target(database), sql, max_rows=1, role=role)
+    await run_query(databases.target(database), run.sql, max_rows=1, role=role, claims=claims, args=run.args)
 
 
 async def _refresh_accuracy(store: Store, database: str) -> None:

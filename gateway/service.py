@@ -309,7 +309,7 @@ class Gateway:
         self.check_scope(principal, Operation.FEEDBACK)
         item = FeedbackIn(request_id=request_id, owner=owner_of(principal, client), verdict=verdict,
                           corrected_sql=corrected_sql, note=note, may_use=principal.may_use,
-                          pg_role=principal.pg_role, reviewer=reviews(principal))
+                          pg_role=principal.pg_role, claims=principal.claims, reviewer=reviews(principal))
         return await submit(store_of(self.state.store), self.state, item)
 
     async def guidelines(self, database: str | None = None, *, only_global: bool = False) -> list[GuidelineVersion]:

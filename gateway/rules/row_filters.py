@@ -6,11 +6,13 @@ subqueries, both sides of outer joins, ``TABLE t``, ``ONLY t``), by a derived ta
 caller's rows::
 
     FROM orders o LEFT JOIN customers USING (customer_id)
-    FROM (SELECT * FROM orders AS nl2sql_rf WHERE nl2sql_rf.tenant_id = $1) o
-         LEFT JOIN (SELECT * FROM customers AS nl2sql_rf WHERE nl2sql_rf.tenant_id = $2) AS "customers" USING ...
+    FROM (SELECT * FROM orders AS nl2sql_rf WHERE nl2sql_rf.tenant_id = $1 OFFSET 0) o
+         LEFT JOIN (SELECT * FROM customers AS nl2sql_rf WHERE nl2sql_rf.tenant_id = $2 OFFSET 0) AS "customers" ...
 
 The reference itself is filtered, never the outer WHERE, so outer joins, ``t.*``, whole-row ``t``,
-``to_jsonb(t)`` and column-alias lists (``orders AS o(a, b)``) keep their meaning. Claim values are bound as
+``to_jsonb(t)`` and column-alias lists (``orders AS o(a, b)``) keep their meaning. ``OFFSET 0`` keeps the
+planner from merging the derived table into the outer query, where the client's cheaper conditions would run
+first, on every tenant's rows (a failing cast names the value it failed on). Claim values are bound as
 parameters (``$n``), never spliced as text. Names are resolved as Postgres does, on Postgres's own parse tree
 (pglast): a CTE of the same name shadows the table (not filtered, its body is); a CTE of a non-recursive
 WITH is not visible in its own body nor in earlier siblings. The edit is made on the original text, token
@@ -25,7 +27,7 @@ filtered table, bind parameters, and the DBA's own functions (which may read any
 (('tenant_id',), ['tenant_id'])
 >>> r = rewrite("SELECT count(*) FROM orders", {"orders": f}, {"tenant_id": "7"}, None)
 >>> r.sql
-'SELECT count(*) FROM (SELECT * FROM orders AS nl2sql_rf WHERE (nl2sql_rf.tenant_id = $1)) AS "orders"'
+'SELECT count(*) FROM (SELECT * FROM orders AS nl2sql_rf WHERE (nl2sql_rf.tenant_id = $1) OFFSET 0) AS "orders"'
 >>> r.args
 ('7',)
 """
@@ -137,7 +139,7 @@ def parse_row_filter(table: str, sql: str, file: str = "", line: int = 0) -> Row
     data = text.encode("utf-8")
     try:
         stmts = json.loads(pg.parse_sql_json(text)).get("stmts", [])
-        tokens = pg.scan(text)
+        tokens = _scan(text)
     except pg.ParseError as exc:
         raise ValueError(f"the filter does not parse as a SQL expression: {exc.args[0] if exc.args else exc}") from None
     select = stmts[0]["stmt"].get("SelectStmt") if len(stmts) == 1 else None
@@ -187,6 +189,24 @@ def parse_row_filter(table: str, sql: str, file: str = "", line: int = 0) -> Row
         elif piece or kind_ == "claim":
             merged.append((kind_, piece))
     return RowFilter(table.lower(), sql, tuple(merged), tuple(dict.fromkeys(names)), frozenset(columns), file, line)
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    name: str
+    start: int  # byte offset of the first byte
+    end: int  # byte offset of the last byte
+
+
+def _scan(sql: str) -> list[_Token]:
+    """pglast's tokens with byte offsets. ``scan()`` counts characters while the parse tree's locations count
+    bytes: mixed, a multibyte character before a filtered table made a location name another token, and the
+    edit then spliced the filter around text of the attacker's choosing (``FROM orders o,x t`` with the
+    filter on the CTE ``x``)."""
+    ends = [0]
+    for ch in sql:
+        ends.append(ends[-1] + len(ch.encode("utf-8")))
+    return [_Token(t.name, ends[t.start], ends[t.end + 1] - 1) for t in pg.scan(sql)]
 
 
 def _param_end(data: bytes, offset: int) -> int:
@@ -249,7 +269,7 @@ def rewrite(sql: str, filters: Mapping[str, RowFilter], claims: Mapping[str, str
     (the safety check refuses it)."""
     try:
         stmts = json.loads(pg.parse_sql_json(sql)).get("stmts", [])
-        tokens = [t for t in pg.scan(sql) if t.name not in _COMMENTS]  # `public /* */ . orders` is one name
+        tokens = [t for t in _scan(sql) if t.name not in _COMMENTS]  # `public /* */ . orders` is one name
     except pg.ParseError:
         return Rewritten(sql, (), ())
     if len(stmts) != 1:
@@ -450,8 +470,11 @@ def _edit(data: bytes, tokens: list[Any], by_start: dict[int, int], body: dict[s
             select_list = ", ".join(
                 f"NULL::{t} AS {_quote(c)}" if hidden(f"{table.schema}.{table.name}", c) else f"{ALIAS}.{_quote(c)}"
                 for c, t in table.columns)
+    # OFFSET 0 keeps the derived table a subquery of its own: pulled up into the outer query, its filter would
+    # be one more condition, and Postgres evaluates the cheaper conditions first, so the client's
+    # `to_date(name, 'Month') IS NULL` would run on every tenant's rows and name their values in its error.
     derived = (f"(SELECT {select_list} FROM {'ONLY ' if only else ''}{name_text} AS {ALIAS} "
-               f"WHERE ({found.render(claims, args)}))")
+               f"WHERE ({found.render(claims, args)}) OFFSET 0)")
     if statement_form:
         return tokens[before].start, end, f"SELECT * FROM {derived} AS {_quote(str(body.get('relname')))}"
     if body.get("alias") is None:

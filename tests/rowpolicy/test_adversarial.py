@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,11 @@ from gateway.execute.run import run_query
 from gateway.pipeline import Question
 from gateway.rules.loading import parse_file
 from gateway.rules.row_filters import parse_row_filter, rewrite
+from gateway.settings import StoreSettings
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.ask.helpers import script
 from tests.ask.helpers import sql as llm_sql
+from tests.auth.conftest import store_dsn  # noqa: F401 - a store database per module
 from tests.rowpolicy.conftest import Tenants, settings, tenant
 
 HOSTILE = ["'; DROP TABLE orders; --", "1' OR '1'='1", "\\' OR 1=1 --", "$$; SELECT 1; $$", "$x$ ' $x$",
@@ -130,6 +133,47 @@ async def test_gateway_filters_bind_the_value_and_refuse_one_that_is_not_the_col
         await gw.sql("filters", "SELECT count(*) FROM orders", principal=tenant(value))
 
 
+# pglast's scanner counts characters, the parse tree bytes: 19 two-byte characters before `orders` made its
+# location name the token `t.order_id`, whose 10 characters the edit took for the table's name, so the filter
+# was spliced around `orders o,x` and applied to the CTE x while `orders o` stayed whole.
+SPLICED = ("WITH x AS (SELECT 1 AS tenant_id) SELECT /*" + "é" * 19 + "*/ t.order_id, t.status FROM orders o,x t "
+           "WHERE t.order_id > 0 AND t.order_id < 100000")
+
+
+async def test_multibyte_text_before_a_filtered_table_cannot_move_the_filter(gw: Gateway) -> None:
+    try:
+        out = await gw.sql("filters", SPLICED, principal=tenant("1"))
+    except errors.GatewayError:
+        return  # refused or failed: either way nothing of tenant 2 came back
+    assert all(row[0] < 1000 for row in out.result.rows), out.result.rows
+
+
+def test_the_rewrite_places_the_filter_after_multibyte_text() -> None:
+    f = parse_row_filter("orders", "tenant_id = {claim.tenant_id}")
+    out = rewrite(SPLICED, {"orders": f}, {"tenant_id": "1"}, None)
+    assert "FROM (SELECT * FROM orders AS nl2sql_rf WHERE (nl2sql_rf.tenant_id = $1) OFFSET 0) o,x t" in out.sql
+    alias = rewrite('SELECT o.status AS "état" FROM orders o', {"orders": f}, {"tenant_id": "1"}, None)
+    assert alias.sql == ('SELECT o.status AS "état" FROM (SELECT * FROM orders AS nl2sql_rf '
+                         'WHERE (nl2sql_rf.tenant_id = $1) OFFSET 0) o')
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT count(*) FROM customers WHERE customer_id >= 1000 AND to_date(name, 'Month') IS NULL",
+    "SELECT count(*) FROM orders WHERE order_id >= 1000 AND to_date(status, 'Month') IS NULL",
+    "SELECT o.order_id FROM orders o JOIN customers c USING (customer_id) "
+    "WHERE c.customer_id >= 1000 AND to_timestamp(c.name, 'TZ') IS NULL",
+])
+async def test_a_condition_that_fails_never_runs_on_another_tenants_rows(gw: Gateway, sql: str) -> None:
+    """Merged into the query, the filter and the client's equally cheap condition ran in the client's order:
+    the cast ran on tenant 2's rows first and its error quoted their text."""
+    for database in ("rls", "filters"):
+        try:
+            out = await gw.sql(database, sql, principal=tenant("1"))
+        except errors.QueryError as exc:
+            raise AssertionError(f"{database}: {exc}") from None
+        assert out.result.rows in ([[0]], []), (database, out.result.rows)
+
+
 def test_the_value_is_never_spliced_into_the_text() -> None:
     f = parse_row_filter("orders", "tenant_id = {claim.tenant_id}")
     value = "1) UNION SELECT * FROM orders --"
@@ -142,7 +186,7 @@ async def test_check_reports_the_text_that_would_run(gw: Gateway) -> None:
     view = gw.check("SELECT o.order_id FROM orders o", "filters", principal=tenant("1"))
     assert view["allowed"]
     assert view["executed_sql"] == ("SELECT o.order_id FROM (SELECT * FROM orders AS nl2sql_rf "
-                                    "WHERE (nl2sql_rf.tenant_id = $1)) o")
+                                    "WHERE (nl2sql_rf.tenant_id = $1) OFFSET 0) o")
     assert "executed_sql" not in gw.check("SELECT o.order_id FROM orders o", "rls", principal=tenant("1"))
 
 
@@ -198,3 +242,25 @@ async def test_a_child_of_a_filtered_table_without_a_filter_of_its_own_is_refuse
         assert "inherits from public.events" in str(refused.value.extra["findings"])
         through_parent = await gateway.sql("filters", "SELECT label FROM events ORDER BY 1", principal=tenant("1"))
         assert [r[0] for r in through_parent.result.rows] == ["login", "old login"]
+
+
+
+@pytest.mark.parametrize("corrected", [
+    "SELECT to_date(name, 'Month') FROM customers WHERE customer_id = 1001",  # quoted a name of tenant 2
+    "SELECT 1 / (count(*) - 1) FROM customers WHERE name LIKE 'TENANT2 d%'",  # told one exists
+])
+async def test_a_corrected_sql_runs_with_the_callers_row_policy(tenants: Tenants, tmp_path: Path, llm: ScriptedLLM,
+                                                                store_dsn: str, corrected: str) -> None:  # noqa: F811
+    """Feedback runs its corrected SQL to prove it executes; unfiltered, it read every tenant's rows and its
+    error told tenant 1 about them. Filtered, neither statement sees a row of tenant 2, so both run."""
+    script(llm, llm_sql("SELECT count(*) FROM orders"))
+    config = settings(tenants, tmp_path, base_url=llm.base_url)
+    config.store = StoreSettings(dsn=store_dsn)
+    alice = tenant("1")
+    async with Gateway(config) as gateway:
+        answer = await gateway.answer(Question("filters", "how many orders", request_id=uuid.uuid4().hex,
+                                               client=alice.owner, end_user=alice.user, claims=alice.claims))
+        assert answer.request_id
+        stored, new = await gateway.feedback(answer.request_id, "incorrect", corrected_sql=corrected,
+                                             principal=alice)
+    assert new and stored.corrected_sql == corrected

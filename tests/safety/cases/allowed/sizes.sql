@@ -40,7 +40,7 @@ WITH RECURSIVE r(n, v) AS (SELECT 1, ''::text UNION ALL SELECT n + 1, v || 'ab' 
 -- case: hierarchy walk with a depth column
 WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM employees e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
 -- case: hierarchy walk over a filtered derived table of one table (the row-filter rewrite's form)
-WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (SELECT * FROM employees AS nl2sql_rf WHERE (nl2sql_rf.region_id = $1)) e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
+WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (SELECT * FROM employees AS nl2sql_rf WHERE (nl2sql_rf.region_id = $1) OFFSET 0) e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
 -- case: hierarchy walk over a derived table picking columns of one table
 WITH RECURSIVE chain AS (SELECT employee_id, 1 AS depth FROM employees WHERE manager_id IS NULL UNION ALL SELECT e.employee_id, c.depth + 1 FROM (SELECT employee_id, manager_id FROM employees WHERE hire_date > '2020-01-01') AS e JOIN chain c ON e.manager_id = c.employee_id) SELECT depth, count(*) FROM chain GROUP BY depth
 -- case: recursion stopped by a plain LIMIT
