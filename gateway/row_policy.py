@@ -76,12 +76,25 @@ def cached_relations(databases: Databases, database: str) -> tuple[Relation, ...
     return None if hit is None else hit[1]
 
 
+def explain_refused(sql: str, claims: Sequence[tuple[str, str]], verdict: safety.Verdict) -> safety.Verdict | None:
+    """The refusal of an EXPLAIN for a caller under a row policy (None otherwise): the plan's estimates come
+    from statistics over every tenant's rows, so they tell how many rows hold another tenant's value."""
+    if not claims or not verdict.allowed or verdict.statement_kind != "explain":
+        return None
+    finding = Finding("row_filter_unenforceable", "EXPLAIN shows the planner's estimates, drawn from every "
+                      "tenant's rows: not for a caller under a row policy", None, None)
+    return safety.Verdict(sql, (finding,))
+
+
 async def filtered(databases: Databases, database: str, sql: str, claims: Sequence[tuple[str, str]],
                    verdict: safety.Verdict | None = None) -> Filtered:
     """``sql``, which the safety check allowed (``verdict``, when the caller has it), as it must run for a
     caller with ``claims``."""
     if verdict is None:
         verdict = safety.Verdict(sql, (), "select")
+    refused = explain_refused(sql, claims, verdict)
+    if refused is not None:
+        return Filtered(sql, (), refused, False)
     if not verdict.allowed or not has_row_filters(databases, database):
         return Filtered(sql, (), verdict, False)
     return filter_with(databases, database, sql, claims, await relations(databases, database))

@@ -220,6 +220,9 @@ class Gateway:
         row filters rewrote it. Relations not loaded yet (no query ran) count as unknown, so the answer errs
         towards refusing."""
         verdict = check_sql(self.state, sql, database)
+        refused = row_policy.explain_refused(sql, principal.claims, verdict)
+        if refused is not None:
+            return refused, None
         if not verdict.allowed or not row_policy.has_row_filters(self.state, database):
             return verdict, None
         run = row_policy.filter_with(self.state, database, sql, principal.claims,

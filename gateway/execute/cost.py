@@ -80,8 +80,12 @@ recent = _Recent()
 
 
 async def gate(conn: asyncpg.Connection, database: str, limits: Any, sql: str,
-               role: str | None = None, args: Sequence[Any] = ()) -> Estimate | None:
-    """Raise :class:`errors.CostTooHigh` when the plan is beyond the database's limits."""
+               role: str | None = None, args: Sequence[Any] = (), *, reveal: bool = True) -> Estimate | None:
+    """Raise :class:`errors.CostTooHigh` when the plan is beyond the database's limits.
+
+    ``reveal=False`` (a caller under a row policy): the problem names the limit passed, not the estimates.
+    The planner's statistics cover every tenant's rows, so an estimated row count would tell one tenant how
+    many rows hold another's value."""
     key = (database, role, sql)
     known, found = recent.get(key) if len(sql) <= 16_384 else (False, None)
     if not known:
@@ -94,6 +98,14 @@ async def gate(conn: asyncpg.Connection, database: str, limits: Any, sql: str,
         over.append(f"cost {found.cost:,.0f} > max_plan_cost {limits.max_plan_cost:,.0f}")
     if found.rows > limits.max_plan_rows:
         over.append(f"{found.rows:,.0f} rows in one plan node > max_plan_rows {limits.max_plan_rows:,.0f}")
+    if over and not reveal:
+        metrics.DB_ERRORS.labels(database, errors.CostTooHigh.code).inc()
+        passed = " and ".join(name for name, hit in (("max_plan_cost", found.cost > limits.max_plan_cost),
+                                                      ("max_plan_rows", found.rows > limits.max_plan_rows)) if hit)
+        raise errors.CostTooHigh(
+            f"the planner estimates the query beyond {passed}; narrow the query (join condition, filters) or "
+            f"raise databases.{database}.limits.max_plan_cost / max_plan_rows",
+            max_plan_cost=limits.max_plan_cost, max_plan_rows=limits.max_plan_rows, database=database)
     if over:
         metrics.DB_ERRORS.labels(database, errors.CostTooHigh.code).inc()
         raise errors.CostTooHigh(

@@ -222,7 +222,7 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
             columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
             wire.expect(meter, [c.type for c in columns])
             args = _args(state, run.args)
-            await cost.gate(conn, target.name, target.settings.limits, sql, role, args)
+            await cost.gate(conn, target.name, target.settings.limits, sql, role, args, reveal=not run.claims)
             try:
                 portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1), args)
             except asyncpg.InvalidCachedStatementError:

@@ -74,10 +74,11 @@ class _Run:
         started = time.perf_counter()
         refused = check(lambda text: check_sql(self.state, text, self.q.database), sql, self.hidden)
         run = None
-        if refused is None and row_policy.has_row_filters(self.state, self.q.database):
+        if refused is None and (self.q.claims or row_policy.has_row_filters(self.state, self.q.database)):
             # The attempt shows the SQL as the model wrote it; what runs is its row-filtered rewrite, checked
             # again (gateway.row_policy). A missing claim fails the question: no other SQL could run either.
-            run = await row_policy.filtered(self.state, self.q.database, sql, self.q.claims)
+            run = await row_policy.filtered(self.state, self.q.database, sql, self.q.claims,
+                                            check_sql(self.state, sql, self.q.database))
             refused = check(lambda _text: run.verdict, run.sql, self.hidden)  # type: ignore[union-attr]
         timings["check_ms"] = (time.perf_counter() - started) * 1000
         if refused is not None:

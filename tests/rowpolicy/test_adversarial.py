@@ -264,3 +264,30 @@ async def test_a_corrected_sql_runs_with_the_callers_row_policy(tenants: Tenants
         stored, new = await gateway.feedback(answer.request_id, "incorrect", corrected_sql=corrected,
                                              principal=alice)
     assert new and stored.corrected_sql == corrected
+
+
+COSTLY = "SELECT a.name FROM products a JOIN products b ON a.price < b.price JOIN products c ON b.price < c.price"
+
+
+@pytest.mark.parametrize("database", ["rls", "filters"])
+async def test_planner_estimates_are_not_shown_to_a_caller_under_a_row_policy(tenants: Tenants, tmp_path: Path,
+                                                                               database: str) -> None:
+    """The planner's statistics cover every tenant's rows: an estimated row count for `WHERE name = 'x'`
+    tells whether another tenant holds x. EXPLAIN is refused, and cost_too_high names the limit only."""
+    config = settings(tenants, tmp_path)
+    for db in config.databases.values():
+        db.limits.max_plan_rows = 1
+    async with Gateway(config) as gateway:
+        with pytest.raises(errors.SqlBlocked) as refused:
+            await gateway.sql(database, "EXPLAIN SELECT name FROM customers WHERE name = 'TENANT2 dave'",
+                              principal=tenant("1"))
+        assert "row_filter_unenforceable" in refused.value.extra["codes"]
+        with pytest.raises(errors.CostTooHigh) as costly:
+            await gateway.sql(database, COSTLY, principal=tenant("1"))
+        assert "estimated_rows" not in costly.value.extra and "estimated_cost" not in costly.value.extra
+        assert "max_plan_rows" in costly.value.detail and not any(ch.isdigit() for ch in costly.value.detail.split(
+            "beyond")[1].split(";")[0])
+        # Without a row policy (the gateway's own callers) the estimates stay, to help size the limits.
+        with pytest.raises(errors.CostTooHigh) as plain:
+            await gateway.sql(database, COSTLY)
+        assert "estimated_rows" in plain.value.extra
