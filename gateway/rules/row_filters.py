@@ -42,6 +42,8 @@ from typing import Any
 
 from pglast import parser as pg
 
+from gateway.safety.tree import descend
+
 ALIAS = "nl2sql_rf"
 PLACEHOLDER = re.compile(r"\{claim\.([^{}]*)\}")
 NAME = re.compile(r"[a-z_][a-z0-9_]*")
@@ -153,7 +155,7 @@ def parse_row_filter(table: str, sql: str, file: str = "", line: int = 0) -> Row
     columns: set[str] = set()
     inserts: list[tuple[int, str, str]] = []  # (byte offset, 'col' | 'param', payload)
     params = 0
-    for node_kind, body in _descend(where):
+    for node_kind, body in descend(where):
         if node_kind not in _FILTER_NODES:
             raise ValueError(f"a row filter may not contain {node_kind} (only expressions over the table's columns)")
         if node_kind == "FuncCall" and (body.get("over") or body.get("agg_star") or body.get("agg_filter")):
@@ -229,24 +231,6 @@ def _no_comments(data: bytes, tokens: Any, start: int) -> None:
         at = token.end + 1
     if data[at:].strip():
         raise ValueError("a row filter may not contain comments")
-
-
-def _descend(node: Any) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = []
-    stack = [node]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, dict):
-            if len(value) == 1:
-                ((kind, body),) = value.items()
-                if kind[:1].isupper() and isinstance(body, dict):
-                    out.append((kind, body))
-                    stack.extend(v for v in body.values() if isinstance(v, (dict, list)))
-                    continue
-            stack.extend(v for v in value.values() if isinstance(v, (dict, list)))
-    return out
 
 
 # --- the rewrite ---------------------------------------------------------------------------------------------
