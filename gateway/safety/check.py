@@ -42,8 +42,7 @@ def _check(sql: str, policy: Policy) -> Verdict:
     stmt, findings = statement.read(sql)
     if stmt is None:
         return Verdict(sql, tuple(findings))
-    start = statement.char_offset(sql, stmt.query_start) or 0
-    expression, sqlglot_findings = sqlglot_reading.read(sql[start:])
+    expression, sqlglot_findings = sqlglot_reading.read(sqlglot_reading.query_text(sql, stmt))
     findings.extend(sqlglot_findings)
     tree = index(stmt.query)
     ctx = Context(sql, stmt, tree, expression)

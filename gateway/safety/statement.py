@@ -61,6 +61,7 @@ class Statement:
     kind: str  # 'select' | 'explain'
     query: JSON  # {"SelectStmt": {...}}
     query_start: int  # byte offset of the query inside the text (after EXPLAIN and its options)
+    end: int | None = None  # byte offset where Postgres's statement ends (before its ';'); None: end of text
 
 
 def char_offset(sql: str, byte_offset: int | None) -> int | None:
@@ -89,8 +90,11 @@ def read(sql: str) -> tuple[Statement | None, list[Finding]]:
                               None, pos)]
     stmt = stmts[0]["stmt"]
     kind, body = unwrap(stmt)
+    location = stmts[0].get("stmt_location", 0)
+    # What follows the statement's end is, to Postgres, only its ';', comments and white space.
+    end = location + stmts[0]["stmt_len"] if stmts[0].get("stmt_len") else None
     if kind == "SelectStmt":
-        return Statement("select", stmt, stmts[0].get("stmt_location", 0)), []
+        return Statement("select", stmt, location, end), []
     if kind == "ExplainStmt":
         inner_kind, _ = unwrap(body.get("query"))
         if inner_kind != "SelectStmt":
@@ -101,7 +105,7 @@ def read(sql: str) -> tuple[Statement | None, list[Finding]]:
             if opt.get("defname") == "analyze" and _option_value(opt) not in _OFF:
                 findings.append(Finding("explain_analyze", "EXPLAIN ANALYZE executes the statement.",
                                         "ANALYZE", char_offset(sql, opt.get("location"))))
-        return Statement("explain", body["query"], _query_start(sql)), findings
+        return Statement("explain", body["query"], _query_start(sql), end), findings
     return None, [_refuse(kind, "")]
 
 
