@@ -6,7 +6,9 @@ Codes: ``exec_error`` (with SQLSTATE), ``blocked`` (with the safety codes), ``no
 ``rule_violation`` (from the database's rules), ``llm_judge`` and ``repeated_sql``. The result checks are a
 chain of small functions run in order (:data:`RESULT_CHECKS`); adding a check is adding a function and a
 line. Every code is registered in :data:`gateway.findings.CODES`; which codes trigger a reflection is
-per-database policy (:func:`triggers`).
+per-database policy (:func:`triggers`). ``count_mismatch`` and ``grouping_mismatch`` read the question's
+wording, so they are guesses, not something the SQL and result show: they are advisory (shown, the answer
+stays ``ok``) unless the policy lists them, and a reflection they trigger is told to judge from the question.
 
 Each check is built to stay silent on right answers (``eval`` measures how often each code fires on right
 and on wrong answers): the wording of the question says what shape the answer should have, and the SQL's
