@@ -144,7 +144,7 @@ CODES: dict[str, Code] = _register(
     Code("null_heavy", "validation", "A column from the optional side of an outer join is entirely NULL: the "
          "join matched no rows.", reflectable=True),
     Code("count_mismatch", "validation", "A \"how many\" question (not a ranking by a number) answered with "
-         "many rows instead of one count. Advisory: a guess from the wording.", reflectable=True, advisory=True),
+         "many rows by SQL that counts nothing (no aggregate, no GROUP BY).", reflectable=True),
     Code("grouping_mismatch", "validation", "A \"per / each / by\" question answered with a single row by SQL "
          "that aggregates without GROUP BY. Advisory: a guess from the wording.", reflectable=True, advisory=True),
     Code("duplicate_rows", "validation", "The question asks for distinct values and rows repeat an earlier row "

@@ -50,9 +50,8 @@ FINDING_ADVICE: dict[str, str] = {
     "format), date ranges and join conditions; keep the query if nothing really matches.",
     "null_heavy": "Columns read from the optional side of an outer join are entirely NULL, so the join "
     "matched no rows. Check the join keys and whether an inner join was meant.",
-    "count_mismatch": "The wording of the question suggests one count, but the query returned many rows. "
-    "Judge from the question: a ranking with counts, several counts asked together or a count per group "
-    "are many rows, and then keep the query; otherwise aggregate (COUNT).",
+    "count_mismatch": "The question asks how many, but the query counts nothing and returned many rows. "
+    "Aggregate (COUNT) unless the question asks for the rows themselves.",
     "grouping_mismatch": "The wording of the question suggests a value per group (per / each / by), but the "
     "query aggregates every row into one. Judge from the question: \"orders by customers who ...\" names who "
     "placed them, not a grouping, and then keep the query; otherwise add the grouping column and GROUP BY.",

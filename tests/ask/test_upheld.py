@@ -70,15 +70,27 @@ async def test_a_rule_broken_is_not_upheld_by_insistence(demo_dsn: str, llm: Scr
     assert answer["status"] == "suspicious" and not any("upheld" in a for a in answer["attempts"])
 
 
-async def test_wording_guesses_are_shown_but_neither_reflected_on_nor_suspicious(
+async def test_a_wording_guess_is_shown_but_neither_reflected_on_nor_suspicious(
         demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:
+    # "by customers who ..." names who placed the orders; the wording reads like a grouping
+    agent = ("SELECT count(*) AS orders FROM orders o JOIN customers c ON c.customer_id = o.customer_id "
+             "WHERE c.signup_date >= '2024-01-01'")
+    script(llm, sql(agent))
+    async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
+        answer = (await post_ask(http, "What is the number of orders by customers who signed up in 2024?")).json()
+    (only,) = answer["attempts"]
+    assert codes(only) == ["grouping_mismatch"] and only["passed"]
+    assert answer["status"] == "ok" and answer["row_count"] == 1 and codes(answer) == ["grouping_mismatch"]
+    assert not any(is_reflection(r) for r in llm.requests)
+
+
+async def test_a_ranking_with_its_counts_is_not_a_count_mismatch(demo_dsn: str, llm: ScriptedLLM,
+                                                                 dirs: dict[str, Path]) -> None:
     ranking = ("SELECT brand, count(*) AS products FROM products GROUP BY brand ORDER BY products DESC, brand "
                "LIMIT 3")
     script(llm, sql(ranking))
     async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, _):
         answer = (await post_ask(http, "Return the brand and the number of products of the 3 brands with the "
                                        "most products.")).json()
-    (only,) = answer["attempts"]
-    assert codes(only) == ["count_mismatch"] and only["passed"]
-    assert answer["status"] == "ok" and answer["row_count"] == 3 and codes(answer) == ["count_mismatch"]
+    assert codes(answer["attempts"][0]) == [] and answer["status"] == "ok" and answer["row_count"] == 3
     assert not any(is_reflection(r) for r in llm.requests)

@@ -15,13 +15,14 @@ from gateway.eval.questions import load_questions
 from gateway.eval.runfolder import RunFolder
 from gateway.eval.scenarios import matrix
 from gateway.eval.session import run_session
+from gateway.pipeline.validate import Shape, shape_of
 from gateway.testing.gold_llm import answer_gold
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.eval.helpers import eval_settings, is_reflection
 
 DATA = Path(__file__).parent / "data" / "false_alarms.jsonl"
-# What the result checks say about each class: advisory wording guesses, or a doubt the model's re-statement
-# upholds.
+# What the result checks used to say about each class. Now count_mismatch is silent on SQL that aggregates,
+# grouping_mismatch is an advisory wording guess, and empty_aggregate a doubt the model's re-statement upholds.
 FLAGGED_BY = {"count_ranking": "count_mismatch", "count_pair": "count_mismatch", "count_ratio": "count_mismatch",
               "grouping_agent": "grouping_mismatch", "empty_true_zero": "empty_aggregate"}
 
@@ -30,6 +31,12 @@ async def test_right_answers_flagged_by_wording_guesses_or_true_zeros_all_end_ok
         demo_dsn: str, llm: ScriptedLLM, tmp_path: Path) -> None:
     questions = load_questions(DATA)
     assert len(questions) >= 20 and {q.category for q in questions} == set(FLAGGED_BY)
+    # the wording reads as the old checks read it: one count asked, or a grouping
+    for q in questions:
+        if FLAGGED_BY[q.category or ""] == "count_mismatch":
+            assert shape_of(q.question) == Shape(count=True, grouped=False), q.id
+        elif FLAGGED_BY[q.category or ""] == "grouping_mismatch":
+            assert shape_of(q.question).grouped, q.id
     answer_gold(llm, questions)
     (scenario,) = [s for s in matrix(["suspicious"], ["none"])]  # the default reflect_on
     folder, _ = RunFolder.create_or_resume(tmp_path / "runs" / "fa", {
@@ -42,11 +49,11 @@ async def test_right_answers_flagged_by_wording_guesses_or_true_zeros_all_end_ok
     (result,) = report["scenarios"]
     assert result["correct"] == result["first_pass_correct"] == len(questions)
     assert result["status_counts"] == {"ok": len(questions)}
-    # Every question was flagged by the check its class names (the checks still see what they saw) ...
     fired = {c["code"]: c["fired"] for c in report["findings"]["codes"]}
     expected = Counter(FLAGGED_BY[q.category or ""] for q in questions)
-    for code, count in expected.items():
-        assert fired[code] >= count, (code, fired)
+    assert expected["count_mismatch"] >= 12 and fired["count_mismatch"] == 0  # the SQL counted: silent
+    # the wording guess and the true zeros are still flagged (shown in the answer) ...
+    assert fired["grouping_mismatch"] == expected["grouping_mismatch"] and fired["empty_aggregate"] >= 4
     # ... but only the true zeros were reflected on (empty_aggregate is not a guess from words), and the model's
     # re-statement upheld them; the wording guesses are advisory.
     reflected = [r for r in llm.requests if is_reflection(r)]
