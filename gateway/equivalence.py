@@ -16,8 +16,11 @@ The rules, in the order they are applied:
   (text, ISO dates, JSON documents, arrays) compares by value.
 * **Rows** form a multiset: duplicates count, so ``[[1], [1]]`` differs from ``[[1]]``.
 * **Order** is compared only when ``ordered`` is true (the gold has a top-level ``ORDER BY``, see
-  :func:`gold_is_ordered`); then the rows must appear in the same sequence. Ties in the gold's sort key are
-  the gold author's business: write gold SQL with a total order.
+  :func:`gold_is_ordered`); then the rows must appear in the same sequence, modulo ties: with
+  ``order_key`` (the gold's output columns its ORDER BY sorts on, see :func:`order_key_columns`), rows the
+  gold's sort key does not tell apart may come in any order among themselves, as the database is free to
+  return them. When the sort key is not among the gold's outputs, ties cannot be seen and the whole
+  sequence must match.
 * **Column names** are ignored.
 * **Column order.** A prediction whose columns are a permutation of the gold's is accepted when *some*
   permutation makes the rows equal: ``SELECT name, total`` answers the same question as
@@ -53,8 +56,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["asks_for_order", "gold_is_ordered", "normalize_cell", "same_result", "same_result_bird",
-           "same_result_defog"]
+__all__ = ["asks_for_order", "gold_is_ordered", "normalize_cell", "order_key_columns", "same_result",
+           "same_result_bird", "same_result_defog"]
 
 SIGNIFICANT_DIGITS = 6
 # Bound on the column mappings tried before giving up: identical columns (say, all NULL) could otherwise
@@ -124,8 +127,16 @@ def same_result(
     *,
     ordered: bool,
     allow_extra_columns: bool = False,
+    order_key: Sequence[int] | None = None,
 ) -> bool:
     """True when the prediction's result equals the gold's under the rules in the module docstring.
+
+    >>> same_result(["k", "n"], [["a", 2], ["b", 2], ["c", 1]], ["k", "n"], [["b", 2], ["a", 2], ["c", 1]],
+    ...             ordered=True, order_key=[1])
+    True
+    >>> same_result(["k", "n"], [["a", 2], ["b", 2], ["c", 1]], ["k", "n"], [["b", 2], ["a", 2], ["c", 1]],
+    ...             ordered=True)
+    False
 
     ``*_columns`` only contribute their count (names are ignored), so they may be names, column objects or
     dicts. Rows are sequences of JSON values.
@@ -140,16 +151,30 @@ def same_result(
     if any(len(r) != n_gold for r in gold) or any(len(r) != n_pred for r in pred):
         raise ValueError("a row's length differs from its column count")
 
-    gold_shape = _shape(gold, ordered)
+    blocks = _tie_blocks(gold, order_key) if ordered and order_key else None
+    gold_shape = _shape(gold, ordered, blocks)
     for mapping in _candidate_mappings(gold, pred, n_gold, n_pred):
         projected = [tuple(row[j] for j in mapping) for row in pred]
-        if _shape(projected, ordered) == gold_shape:
+        if _shape(projected, ordered, blocks) == gold_shape:
             return True
     return False
 
 
-def _shape(rows: list[Key], ordered: bool) -> list[Key] | Counter[Key]:
-    return rows if ordered else Counter(rows)
+def _shape(rows: list[Key], ordered: bool, blocks: list[int] | None = None) -> object:
+    """Rows as a multiset, a sequence, or (ties) a sequence of multisets cut where the gold's key changes."""
+    if not ordered:
+        return Counter(rows)
+    if blocks is None:
+        return rows
+    return [Counter(rows[start:end]) for start, end in zip([0, *blocks], [*blocks, len(rows)], strict=True)]
+
+
+def _tie_blocks(gold: list[Key], order_key: Sequence[int]) -> list[int] | None:
+    """Where the gold's sort key changes value (row indexes), or None when a key column is out of range."""
+    if any(not 0 <= i < (len(gold[0]) if gold else 0) for i in order_key):
+        return None
+    keys = [tuple(row[i] for i in order_key) for row in gold]
+    return [n for n in range(1, len(keys)) if keys[n] != keys[n - 1]]
 
 
 def _candidate_mappings(gold: list[Key], pred: list[Key], n_gold: int, n_pred: int) -> Iterator[tuple[int, ...]]:
@@ -203,7 +228,8 @@ def asks_for_order(question: str) -> bool:
 
 
 def same_result_defog(gold_columns: Sequence[Any], gold_rows: Sequence[Sequence[Cell]], pred_columns: Sequence[Any],
-                      pred_rows: Sequence[Sequence[Cell]], *, ordered: bool) -> bool:
+                      pred_rows: Sequence[Sequence[Cell]], *, ordered: bool,
+                      order_key: Sequence[int] | None = None) -> bool:
     """defog sql-eval's convention: duplicate rows dropped on both sides, row order compared only when
     ``ordered`` (pass the gold's ORDER BY *and* :func:`asks_for_order` of the question), and extra columns
     allowed: the gold's columns need only match a subset of the prediction's.
@@ -212,7 +238,7 @@ def same_result_defog(gold_columns: Sequence[Any], gold_rows: Sequence[Sequence[
     True
     """
     return same_result(gold_columns, _unique(gold_rows), pred_columns, _unique(pred_rows), ordered=ordered,
-                       allow_extra_columns=True)
+                       allow_extra_columns=True, order_key=order_key)
 
 
 def same_result_bird(gold_rows: Sequence[Sequence[Cell]], pred_rows: Sequence[Sequence[Cell]]) -> bool:
@@ -235,6 +261,54 @@ def _unique(rows: Sequence[Sequence[Cell]]) -> list[Sequence[Cell]]:
             seen.add(key)
             out.append(row)
     return out
+
+
+def order_key_columns(sql: str) -> list[int] | None:
+    """The output columns (0-based) the outermost ORDER BY sorts on, or None when it has none or a key is not
+    an output (by position, output name or the same expression).
+
+    >>> order_key_columns("SELECT name, count(*) AS n FROM t GROUP BY name ORDER BY n DESC")
+    [1]
+    >>> order_key_columns("SELECT name, count(*) FROM t GROUP BY name ORDER BY count(*) DESC, 1")
+    [1, 0]
+    >>> order_key_columns("SELECT name FROM t ORDER BY created_at") is None
+    True
+    """
+    node = _outermost(sql)
+    if node is None or not node.args.get("order"):
+        return None
+    outputs = list(node.selects)
+    names = [o.alias_or_name.lower() for o in outputs]
+    shapes = [(o.unalias() if isinstance(o, exp.Alias) else o).sql("postgres").lower() for o in outputs]
+    out: list[int] = []
+    for ordered in node.args["order"].expressions:
+        key = ordered.this
+        if isinstance(key, exp.Literal) and key.is_int and 1 <= int(key.this) <= len(outputs):
+            out.append(int(key.this) - 1)
+        elif isinstance(key, exp.Column) and not key.table and key.name.lower() in names:
+            out.append(names.index(key.name.lower()))
+        elif key.sql("postgres").lower() in shapes:
+            out.append(shapes.index(key.sql("postgres").lower()))
+        else:
+            return None
+    return out
+
+
+def _outermost(sql: str) -> exp.Query | None:
+    try:
+        statements = sqlglot.parse(sql, read="postgres")
+    except sqlglot.errors.ParseError:
+        return None
+    parsed = [s for s in statements if isinstance(s, exp.Expression)]
+    if len(parsed) != 1:
+        return None
+    node = parsed[0]
+    while isinstance(node, (exp.Subquery, exp.Paren)) and not node.args.get("order"):
+        inner = node.this
+        if not isinstance(inner, exp.Expression):
+            return None
+        node = inner
+    return node if isinstance(node, exp.Query) else None
 
 
 def gold_is_ordered(sql: str) -> bool:

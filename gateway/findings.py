@@ -31,7 +31,9 @@ class Code:
     ``family``: ``safety`` (the static check; these arrive in an answer inside a ``blocked`` finding),
     ``outcome`` (an attempt that gave no usable result), ``validation`` (a result that looks wrong) or
     ``rules`` (a DBA rule broken). ``always_reflects``: a reflection follows whatever the policy says.
-    ``reflectable``: may be listed in a database's ``ask.reflect_on``.
+    ``reflectable``: may be listed in a database's ``ask.reflect_on``. ``advisory``: a guess from the
+    question's wording, not something the SQL and result show; it is shown in the answer and the trace but
+    leaves the status ``ok`` and triggers no reflection unless the database's ``ask.reflect_on`` lists it.
     """
 
     name: str
@@ -39,6 +41,7 @@ class Code:
     meaning: str
     always_reflects: bool = False
     reflectable: bool = False
+    advisory: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +144,9 @@ CODES: dict[str, Code] = _register(
     Code("null_heavy", "validation", "A column from the optional side of an outer join is entirely NULL: the "
          "join matched no rows.", reflectable=True),
     Code("count_mismatch", "validation", "A \"how many\" question (not a ranking by a number) answered with "
-         "many rows instead of one count.", reflectable=True),
+         "many rows by SQL that counts nothing (no aggregate, no GROUP BY).", reflectable=True),
     Code("grouping_mismatch", "validation", "A \"per / each / by\" question answered with a single row by SQL "
-         "that aggregates without GROUP BY.", reflectable=True),
+         "that aggregates without GROUP BY. Advisory: a guess from the wording.", reflectable=True, advisory=True),
     Code("duplicate_rows", "validation", "The question asks for distinct values and rows repeat an earlier row "
          "exactly.", reflectable=True),
     Code("truncated", "validation", "The result was cut at the row limit.", reflectable=True),
@@ -161,6 +164,7 @@ CODES: dict[str, Code] = _register(
 
 ALWAYS_REFLECT = frozenset(c.name for c in CODES.values() if c.always_reflects)
 REFLECTABLE = frozenset(c.name for c in CODES.values() if c.reflectable)
+ADVISORY = frozenset(c.name for c in CODES.values() if c.advisory)
 
 
 def family_of(code: str) -> Family | None:

@@ -70,7 +70,7 @@ class Limits(BaseModel):
 
 
 FINDING_CODES_REFLECTED_BY_DEFAULT = frozenset(
-    {"empty_result", "empty_aggregate", "count_mismatch", "grouping_mismatch", "rule_violation", "llm_judge"}
+    {"empty_result", "empty_aggregate", "count_mismatch", "rule_violation", "llm_judge"}
 )
 
 

@@ -104,7 +104,8 @@ def test_every_registered_finding_code_is_documented_and_every_documented_one_re
     for name, (family, meaning, reflection) in answer.items():
         code = CODES[name]
         expected = ("always" if code.always_reflects else "by default" if name in FINDING_CODES_REFLECTED_BY_DEFAULT
-                    else "when listed" if code.reflectable else "never")
+                    else "advisory; when listed" if code.advisory else "when listed" if code.reflectable
+                    else "never")
         assert (family, meaning, reflection) == (code.family, code.meaning, expected), name
 
 

@@ -9,7 +9,9 @@ reported as a gold error, with the setting to raise.
 A prediction is scored under three conventions, so that numbers compare with published ones:
 
 * ``strict``, the project's own (:func:`gateway.equivalence.same_result`): rows a multiset, order when the
-  gold has ORDER BY, column order free, no extra columns (``extra`` is the same with extra columns allowed);
+  gold has ORDER BY (modulo ties: rows the gold's sort key does not tell apart may come in any order, when
+  the key is among the gold's outputs), column order free, no extra columns (``extra`` is the same with
+  extra columns allowed);
 * ``defog``, defog sql-eval's: duplicates dropped, order only when the question asks for it (and the gold
   orders), extra columns allowed (the gold's columns a subset of the prediction's);
 * ``bird``, BIRD's: the rows as a set of tuples, columns in order.
@@ -22,7 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway import errors
-from gateway.equivalence import asks_for_order, gold_is_ordered, same_result, same_result_bird, same_result_defog
+from gateway.equivalence import (
+    asks_for_order,
+    gold_is_ordered,
+    order_key_columns,
+    same_result,
+    same_result_bird,
+    same_result_defog,
+)
 from gateway.eval.questions import Question
 from gateway.execute import run_query
 from gateway.state import GatewayState
@@ -36,6 +45,7 @@ class GoldResult:
     columns: list[str]
     rows: list[list[Any]]
     ordered: bool
+    order_key: list[int] | None = None  # the outputs the gold sorts on: order is compared modulo their ties
 
 
 @dataclass(slots=True)
@@ -78,7 +88,8 @@ async def run_gold(state: GatewayState, question: Question) -> Gold:
         if result.truncated:
             return Gold(error=f"gold result has more than {cap} rows; raise "
                               f"databases.{question.database}.limits.max_rows to evaluate this question")
-        gold.alternatives.append(GoldResult(sql, [c.name for c in result.columns], result.rows, gold_is_ordered(sql)))
+        gold.alternatives.append(GoldResult(sql, [c.name for c in result.columns], result.rows, gold_is_ordered(sql),
+                                             order_key_columns(sql)))
     return gold
 
 
@@ -91,10 +102,12 @@ def score(gold: Gold, columns: Sequence[Any] | None, rows: Sequence[Sequence[Any
     strict = extra = defog = bird = False
     ordering_asked = asks_for_order(question)
     for alt in gold.alternatives:
-        strict = strict or same_result(alt.columns, alt.rows, columns, rows, ordered=alt.ordered)
+        strict = strict or same_result(alt.columns, alt.rows, columns, rows, ordered=alt.ordered,
+                                       order_key=alt.order_key)
         extra = extra or strict or same_result(alt.columns, alt.rows, columns, rows, ordered=alt.ordered,
+                                               order_key=alt.order_key,
                                                allow_extra_columns=True)
         defog = defog or same_result_defog(alt.columns, alt.rows, columns, rows,
-                                           ordered=alt.ordered and ordering_asked)
+                                           ordered=alt.ordered and ordering_asked, order_key=alt.order_key)
         bird = bird or same_result_bird(alt.rows, rows)
     return Verdict(strict=strict, extra=extra, defog=defog, bird=bird)

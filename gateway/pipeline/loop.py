@@ -5,7 +5,10 @@ Each attempt is checked by the static safety check first; SQL that fails it is n
 a ``blocked`` finding for the next reflection. The loop stops when an attempt passes (no finding the
 database's policy reflects on), when the LLM repeats an earlier SQL, after ``ask.max_iterations``
 reflections, or when the question's time budget is spent. The answer is the best attempt (see
-:func:`gateway.pipeline.respond.choose`), so a reflection can never make an answer worse than one already found.
+:func:`gateway.pipeline.respond.choose`; among equals the earliest), so a reflection can never make an answer
+worse than one already found. A reflection that re-states a doubted attempt's SQL (``repeated_sql``) or its
+result (``same_result``) upholds it: the answer is ``ok`` with the findings kept, when the doubt was only about
+how the result looks (the validation family).
 With ``ask.candidates`` > 1 the first generation is several candidates (:mod:`gateway.pipeline.candidates`);
 reflection then starts from the one chosen among them.
 """
@@ -203,6 +206,7 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
         tried.clear()
         if key is not None and key in seen:
             attempt = _repeated(attempts[-1].n + 1, drafted, began, applied)
+            _uphold(history, key=key)
             await record(attempt)
             stop_reason = "repeated_sql"
             break
@@ -217,6 +221,11 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
             # An earlier attempt ran: answer with it rather than lose it to the deadline or an outage.
             stop_reason = "time_budget" if isinstance(exc, errors.DeadlineExceeded) else exc.code
             break
+        if not attempt.passed and attempt.result is not None:
+            if _uphold(history, result=attempt.result):
+                await record(attempt)
+                stop_reason = "same_result"
+                break
         await record(attempt)
 
     if all(a.sql is None for a in attempts):
@@ -263,6 +272,26 @@ async def _evaluate(run: _Run, n: int, source: Source, drafted: Drafted, began: 
     timings["total_ms"] = (time.perf_counter() - began) * 1000
     attempt.timings = timings
     return attempt
+
+
+def _uphold(history: list[Attempt], *, key: str | None = None, result: QueryResult | None = None) -> bool:
+    """Mark the first earlier attempt that a reflection re-stated (its normalized SQL ``key``, or the same
+    ``result``) as upheld, when what was doubted is only how its result looks: the model saw the findings and
+    kept its answer, so the answer stands with the doubt recorded rather than ending ``suspicious`` (or being
+    replaced)."""
+    for earlier in history:
+        if not (earlier.triggers and earlier.upholdable):
+            continue
+        if (key is not None and earlier.sql is not None and normalize_sql(earlier.sql) == key) \
+                or (result is not None and _same_result(earlier.result, result)):
+            earlier.upheld = True
+            return True
+    return False
+
+
+def _same_result(earlier: QueryResult | None, later: QueryResult) -> bool:
+    return earlier is not None and [c.name for c in earlier.columns] == [c.name for c in later.columns] \
+        and earlier.rows == later.rows and earlier.truncated == later.truncated
 
 
 def _repeated(n: int, drafted: Drafted, began: float, guideline_applied: bool) -> Attempt:

@@ -50,10 +50,11 @@ FINDING_ADVICE: dict[str, str] = {
     "format), date ranges and join conditions; keep the query if nothing really matches.",
     "null_heavy": "Columns read from the optional side of an outer join are entirely NULL, so the join "
     "matched no rows. Check the join keys and whether an inner join was meant.",
-    "count_mismatch": "The question asks how many, but the query returned many rows. Aggregate (COUNT) "
-    "unless a count per group was asked for.",
-    "grouping_mismatch": "The question asks for a value per group (per / each / by), but the query "
-    "aggregates every row into one. Add the grouping column and GROUP BY.",
+    "count_mismatch": "The question asks how many, but the query counts nothing and returned many rows. "
+    "Aggregate (COUNT) unless the question asks for the rows themselves.",
+    "grouping_mismatch": "The wording of the question suggests a value per group (per / each / by), but the "
+    "query aggregates every row into one. Judge from the question: \"orders by customers who ...\" names who "
+    "placed them, not a grouping, and then keep the query; otherwise add the grouping column and GROUP BY.",
     "duplicate_rows": "The question asks for distinct values, but the result repeats rows. A join may "
     "multiply rows; check join keys or use DISTINCT.",
     "truncated": "The result was cut at the row limit. If the question wants a summary, aggregate; if it "

@@ -1,7 +1,9 @@
 """Respond: the answer to a question, the attempts trace, and their server-sent-event form.
 
 Status of an answer:
-- ``ok``: the chosen attempt ran and validation found nothing;
+- ``ok``: the chosen attempt ran and validation found nothing but advisory findings (guesses from the
+  question's wording, :data:`gateway.findings.ADVISORY`), or a reflection upheld it: shown its findings, the
+  model re-stated the same SQL or wrote SQL with the same result (``upheld`` in the trace; the findings stay);
 - ``suspicious``: it ran, but findings remain (ones the policy does not reflect on, or ones reflection did
   not clear before the loop stopped);
 - ``failed``: no attempt ran successfully (database errors, or no SQL in the LLM's answers);
@@ -23,7 +25,7 @@ from typing import Any, Literal
 
 from gateway.corrections import Correction
 from gateway.execute import QueryResult, values
-from gateway.findings import Finding
+from gateway.findings import ADVISORY, Finding, family_of
 from gateway.pipeline.clarify import Clarification
 from gateway.pipeline.generate import normalize_sql
 from gateway.pipeline.question import Question
@@ -44,6 +46,9 @@ class Attempt:
     guideline_applied: bool = False
     result: QueryResult | None = None  # kept for the answer; not part of the trace
     candidate: dict[str, Any] | None = None  # with ask.candidates > 1: the variant and temperature it was drawn with
+    # A reflection shown this attempt's findings re-stated its SQL or its result: the doubt is recorded (the
+    # findings stay), the answer stands.
+    upheld: bool = False
 
     @property
     def ran(self) -> bool:
@@ -57,9 +62,16 @@ class Attempt:
     def codes(self) -> list[str]:
         return list(dict.fromkeys(f.code for f in self.findings))
 
+    @property
+    def upholdable(self) -> bool:
+        """It ran, and what reflection was asked about is only how the result looks (the validation family):
+        a rule broken or a failure is never upheld by the model's insistence."""
+        return self.ran and all(family_of(code) == "validation" for code in self.triggers)
+
     def rank(self) -> int:
-        """Which attempt makes the best answer: passed > ran with findings > failed > blocked > no SQL."""
-        if self.passed:
+        """Which attempt makes the best answer: passed (or upheld) > ran with findings > failed > blocked > no
+        SQL."""
+        if self.passed or self.upheld:
             return 4
         if self.ran:
             return 3
@@ -81,6 +93,8 @@ class Attempt:
         }
         if self.candidate is not None:  # only with candidates: a single generation's trace stays as it was
             out["candidate"] = dict(self.candidate)
+        if self.upheld:
+            out["upheld"] = True
         return out
 
 
@@ -124,10 +138,12 @@ class Answer:
 
 
 def choose(attempts: list[Attempt]) -> Attempt | None:
-    """The best attempt; among equals the latest (it had the most information)."""
+    """The best attempt; among equals the earliest: a reflection is only asked for because of a doubt, and
+    an attempt that does no better than the one doubted must not replace it (a false alarm would otherwise
+    turn a right answer into a different, possibly wrong one)."""
     best: Attempt | None = None
     for attempt in attempts:
-        if attempt.sql is not None and (best is None or attempt.rank() >= best.rank()):
+        if attempt.sql is not None and (best is None or attempt.rank() > best.rank()):
             best = attempt
     return best
 
@@ -137,7 +153,9 @@ def status_of(chosen: Attempt | None) -> Status:
         return "failed"
     if chosen.rank() == 1:
         return "blocked"
-    return "ok" if chosen.passed and not chosen.findings else "suspicious"
+    if chosen.upheld:
+        return "ok"
+    return "ok" if chosen.passed and all(f.code in ADVISORY for f in chosen.findings) else "suspicious"
 
 
 def to_json(data: Any) -> bytes:

@@ -6,7 +6,10 @@ Codes: ``exec_error`` (with SQLSTATE), ``blocked`` (with the safety codes), ``no
 ``rule_violation`` (from the database's rules), ``llm_judge`` and ``repeated_sql``. The result checks are a
 chain of small functions run in order (:data:`RESULT_CHECKS`); adding a check is adding a function and a
 line. Every code is registered in :data:`gateway.findings.CODES`; which codes trigger a reflection is
-per-database policy (:func:`triggers`).
+per-database policy (:func:`triggers`). ``grouping_mismatch`` reads the question's wording ("orders by
+customers who ..." names an agent, not a grouping), so it is a guess, not something the SQL and result show:
+it is advisory (shown, the answer stays ``ok``) unless the policy lists it, and a reflection it triggers is
+told to judge from the question. ``count_mismatch`` fires only on SQL that counts nothing.
 
 Each check is built to stay silent on right answers (``eval`` measures how often each code fires on right
 and on wrong answers): the wording of the question says what shape the answer should have, and the SQL's
@@ -167,8 +170,14 @@ def null_heavy(view: ResultView) -> Iterable[Finding]:
 
 
 def count_mismatch(view: ResultView) -> Iterable[Finding]:
+    """Many rows for a "how many" question from SQL that counts nothing: rows listed instead of counted. SQL
+    that aggregates (a ranking with its counts, two counts side by side, a ratio of counts) answers with what
+    it counted, however the question reads, so the check stays silent on it."""
+    sql = view.shape
+    if sql is None or sql.groups or sql.collapses or any(sql.aggregate_columns or ()) or len(view.rows) < 2:
+        return
     shape = shape_of(view.question)
-    if shape.count and not shape.grouped and len(view.rows) > 1:
+    if shape.count and not shape.grouped:
         yield Finding("count_mismatch", f"The question asks how many, but the query returned {len(view.rows)} "
                       f"rows{' or more' if view.truncated else ''} instead of one count.",
                       detail={"rows": len(view.rows)})

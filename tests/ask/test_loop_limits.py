@@ -50,7 +50,7 @@ async def test_max_iterations_is_respected(demo_dsn: str, llm: ScriptedLLM, dirs
         answer = (await post_ask(http, "What is nope?")).json()
     assert len(answer["attempts"]) == 3 and len(llm.requests) == 3
     assert answer["status"] == "failed" and answer["stop_reason"] == "max_iterations"
-    assert answer["sql"] == "SELECT nope_2 FROM orders"  # among equals, the latest attempt is the answer
+    assert answer["sql"] == "SELECT nope_0 FROM orders"  # among equals, the earliest attempt is the answer
 
 
 async def test_zero_iterations_means_no_reflection(demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:
@@ -79,7 +79,10 @@ async def test_repeated_sql_stops_the_loop(demo_dsn: str, llm: ScriptedLLM, dirs
     first, second = answer["attempts"]
     assert codes(second) == ["repeated_sql"] and second["row_count"] is None and second["timings"]["db_ms"] == 0
     assert answer["stop_reason"] == "repeated_sql" and len(llm.requests) == 2
-    assert answer["status"] == "suspicious" and answer["sql"] == "SELECT name FROM regions WHERE code = 'weu'"
+    # The model saw the finding and kept its SQL: the answer stands, upheld, with the doubt in its findings.
+    assert answer["status"] == "ok" and answer["sql"] == "SELECT name FROM regions WHERE code = 'weu'"
+    assert first["upheld"] is True and "upheld" not in second
+    assert [f["code"] for f in answer["findings"]] == ["empty_result"]
 
 
 async def test_a_literal_change_is_not_a_repeat(demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:

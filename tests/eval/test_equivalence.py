@@ -196,9 +196,9 @@ def test_search_is_bounded_for_many_interchangeable_columns(monkeypatch: pytest.
     tried = []
     original = equivalence._shape
 
-    def counting_shape(rows, ordered):
+    def counting_shape(rows, ordered, blocks=None):
         tried.append(1)
-        return original(rows, ordered)
+        return original(rows, ordered, blocks)
 
     monkeypatch.setattr(equivalence, "_shape", counting_shape)
     gold = [[1] * 8, [2] * 8]
@@ -236,7 +236,8 @@ def verdict(gold_rows: list[list[object]], pred_rows: list[list[object]], *, que
             gold_sql: str = "SELECT a FROM t", n_gold: int = 1, n_pred: int = 1) -> dict[str, bool]:
     from gateway.eval.score import Gold, GoldResult, score
 
-    gold = Gold([GoldResult(gold_sql, [f"g{i}" for i in range(n_gold)], gold_rows, gold_is_ordered(gold_sql))])
+    gold = Gold([GoldResult(gold_sql, [f"g{i}" for i in range(n_gold)], gold_rows, gold_is_ordered(gold_sql),
+                            equivalence.order_key_columns(gold_sql))])
     return score(gold, [f"p{i}" for i in range(n_pred)], pred_rows, question=question).as_dict()
 
 
@@ -257,3 +258,54 @@ def test_defog_compares_order_only_when_the_question_asks_for_it() -> None:
 def test_bird_keeps_the_column_order() -> None:
     swapped = verdict([[1, "a"]], [["a", 1]], n_gold=2, n_pred=2)
     assert swapped == {"strict": True, "extra": True, "defog": True, "bird": False}
+
+
+# -- order modulo ties --------------------------------------------------------------------------------------
+
+def test_rows_tied_on_the_gold_sort_key_may_come_in_any_order_among_themselves() -> None:
+    gold = [["a", 3], ["b", 2], ["c", 2], ["d", 2], ["e", 1]]
+    cols = ["k", "n"]
+    tied_swapped = [["a", 3], ["d", 2], ["b", 2], ["c", 2], ["e", 1]]
+    assert same_result(cols, gold, cols, tied_swapped, ordered=True, order_key=[1])
+    assert not same_result(cols, gold, cols, tied_swapped, ordered=True)  # no key known: the whole sequence
+    # a row moved across a change of the key is a different order
+    across = [["b", 2], ["a", 3], ["c", 2], ["d", 2], ["e", 1]]
+    assert not same_result(cols, gold, cols, across, ordered=True, order_key=[1])
+    # a tie block holding other rows (same size) is a different result
+    assert not same_result(cols, gold, cols, [["a", 3], ["b", 2], ["c", 2], ["x", 2], ["e", 1]], ordered=True,
+                           order_key=[1])
+    # ties are the gold's key's: the prediction's values in that column must still be the gold's
+    assert not same_result(cols, gold, cols, [["a", 3], ["c", 2], ["b", 2], ["d", 1], ["e", 2]], ordered=True,
+                           order_key=[1])
+
+
+def test_ties_follow_the_column_mapping_of_a_permuted_prediction() -> None:
+    gold = [["a", 2], ["b", 2], ["c", 1]]
+    assert same_result(["k", "n"], gold, ["n", "k"], [[2, "b"], [2, "a"], [1, "c"]], ordered=True, order_key=[1])
+    assert not same_result(["k", "n"], gold, ["n", "k"], [[1, "c"], [2, "b"], [2, "a"]], ordered=True,
+                           order_key=[1])
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT name, count(*) AS n FROM t GROUP BY name ORDER BY n DESC", [1]),
+        ("SELECT name, count(*) FROM t GROUP BY name ORDER BY count(*) DESC, name", [1, 0]),
+        ("SELECT name, total FROM t ORDER BY 2 DESC", [1]),
+        ("SELECT t.name, t.total FROM t ORDER BY t.total", [1]),
+        ("SELECT name FROM t ORDER BY created_at", None),  # the key is not an output: ties cannot be seen
+        ("SELECT name FROM t", None),
+        ("SELECT a FROM t UNION SELECT a FROM u ORDER BY 1", [0]),
+        ("(SELECT a, b FROM t ORDER BY b)", [1]),
+        ("not sql (", None),
+    ],
+)
+def test_order_key_columns(sql: str, expected: list[int] | None) -> None:
+    assert equivalence.order_key_columns(sql) == expected
+
+
+def test_strict_ex_compares_order_modulo_the_gold_ties() -> None:
+    gold_sql = "SELECT brand, count(*) AS products FROM products GROUP BY brand ORDER BY products DESC"
+    gold = [["A", 3], ["B", 2], ["C", 2]]
+    assert verdict(gold, [["A", 3], ["C", 2], ["B", 2]], gold_sql=gold_sql, n_gold=2, n_pred=2)["strict"]
+    assert not verdict(gold, [["B", 2], ["A", 3], ["C", 2]], gold_sql=gold_sql, n_gold=2, n_pred=2)["strict"]

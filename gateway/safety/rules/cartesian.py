@@ -3,12 +3,18 @@
 A FROM item counts unless it cannot multiply rows by much: a function in FROM whose arguments read a
 column (``unnest(o.items)``: it expands each row of its side), a LATERAL subquery (correlated with its
 left side), or a relation that yields one row (``VALUES`` with one row, an aggregate without
-GROUP BY, ``LIMIT 1``, also through a CTE). The rest must be linked, through ``JOIN ... ON/USING`` or
+GROUP BY however its value is then computed, ``CAST(count(*) AS real)``, ``sum(x) * 100.0 / count(*)``,
+``LIMIT 1``, also through a CTE). The rest must be linked, through ``JOIN ... ON/USING`` or
 WHERE conjuncts that relate them: a join whose ON is constant, touches one side only or relates the sides
 only by ``<>`` is a cartesian product too, and so is a WHERE conjunct of that kind (range joins relate
 the sides and are left to the cost gate). Without a schema an unqualified column cannot be attributed, so
 a WHERE conjunct with two or more columns of which one is unqualified is taken as linking everything it
 touches.
+
+A SELECT whose every output aggregates one side of the product on its own, with an aggregate that
+duplicates do not change (``count(DISTINCT a.x), max(b.y)``), answers as if each side were read alone;
+it is allowed and its cost is left to the cost gate. ``count(*)`` or ``sum`` over a product counts the
+product, the classic mistake, and stays refused.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from gateway.safety.context import Context
 from gateway.safety.functions import AGGREGATES
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
+from gateway.safety.sizes import SET_RETURNING
 from gateway.safety.tree import JSON, descend, names, unwrap
 
 
@@ -35,7 +42,7 @@ def cartesian(ctx: Context, policy: Policy) -> Iterator[Finding]:
         if len(items) < 2 or all(unwrap(i)[0] in _FUNCTIONS for i in items):
             continue  # functions with constant arguments alone: their product is generate_series's rule's
         groups = _link(items, predicates)
-        if len(groups) > 1:
+        if len(groups) > 1 and not _independent_aggregates(select.body, groups):
             shown = " x ".join(sorted("/".join(sorted(g)) or "?" for g in groups))
             yield Finding("cartesian_product", f"FROM combines {shown} with no predicate linking them; add a "
                           "join condition (or the database's policy may set allow_cartesian).", "FROM")
@@ -89,13 +96,79 @@ def _one_row(select: JSON) -> bool:
         return True
     if select.get("groupClause") or select.get("op", "SETOP_NONE") != "SETOP_NONE":
         return False
-    targets = [unwrap(unwrap(t)[1].get("val")) for t in select.get("targetList", ())]
+    targets = [unwrap(t)[1].get("val") for t in select.get("targetList", ())]
     if not select.get("fromClause"):
         return bool(targets)
-    return bool(targets) and all(
-        k == "FuncCall" and "over" not in call and (names(call.get("funcname")) or [""])[-1] in AGGREGATES
-        for k, call in targets
-    )
+    # An aggregate without GROUP BY yields one row whatever is computed from it; a set-returning function
+    # in the targets would multiply that row.
+    calls = [call for t in targets for call in _calls(t)]
+    return any(_is_aggregate(call) for call in calls) and not any(_fname(call) in SET_RETURNING for call in calls)
+
+
+def _fname(call: JSON) -> str:
+    return (names(call.get("funcname")) or [""])[-1].lower()
+
+
+def _is_aggregate(call: JSON) -> bool:
+    return "over" not in call and _fname(call) in AGGREGATES
+
+
+def _calls(node: object, *, into_aggregates: bool = True) -> list[JSON]:
+    """The function calls of one expression of this query level (not inside a subquery)."""
+    out: list[JSON] = []
+    stack = [node]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+            continue
+        kind, body = unwrap(value)
+        if kind == "SubLink":
+            continue
+        if kind == "FuncCall":
+            out.append(body)
+            if not into_aggregates and _is_aggregate(body):
+                continue
+        container = body if kind else value if isinstance(value, dict) else {}
+        stack.extend(v for v in container.values() if isinstance(v, (dict, list)))
+    return out
+
+
+# Aggregates whose value duplicates of its input rows do not change (besides any with DISTINCT).
+_DUPLICATE_INSENSITIVE = frozenset({"min", "max", "bool_and", "bool_or", "every", "bit_and", "bit_or"})
+
+
+def _independent_aggregates(select: JSON, groups: list[set[str]]) -> bool:
+    """Every output of a SELECT without GROUP BY is computed from aggregates that duplicates do not change,
+    each reading (qualified) columns of one side of the product only: the product changes no value."""
+    if select.get("groupClause") or select.get("havingClause") or select.get("distinctClause") \
+            or select.get("windowClause"):
+        return False
+    targets = [unwrap(t)[1].get("val") for t in select.get("targetList", ())]
+    if not targets:
+        return False
+    read: set[int] = set()  # the sides the aggregates read: every side must be one
+    for target in targets:
+        if any(k in ("SubLink", "A_Star") for k, _ in descend(target)):
+            return False
+        outer = _calls(target, into_aggregates=False)
+        if any("over" in call or _fname(call) in SET_RETURNING for call in outer):
+            return False
+        aggregates = [call for call in outer if _is_aggregate(call)]
+        inside = {id(ref) for call in aggregates for k, ref in descend(call) if k == "ColumnRef"}
+        if any(k == "ColumnRef" and id(ref) not in inside for k, ref in descend(target)):
+            return False  # a column outside any aggregate
+        for call in aggregates:
+            if not (call.get("agg_distinct") or _fname(call) in _DUPLICATE_INSENSITIVE) or call.get("agg_star"):
+                return False
+            refs = [names(ref.get("fields")) for k, ref in descend(call) if k == "ColumnRef"]
+            if not refs or any(len(r) < 2 for r in refs):
+                return False  # an unqualified column cannot be attributed to one side
+            sides = {i for i, g in enumerate(groups) for r in refs if r[-2] in g}
+            if len(sides) != 1 or any(not any(r[-2] in g for g in groups) for r in refs):
+                return False
+            read |= sides
+    return read == set(range(len(groups)))
 
 
 def _names_of(node: object) -> set[str]:

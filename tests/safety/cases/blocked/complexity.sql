@@ -122,3 +122,39 @@ WITH RECURSIVE chain(order_id) AS (SELECT 1 UNION ALL SELECT o.order_id FROM (SE
 -- case: a walk over a grouped derived table
 -- expect: unbounded_recursion
 WITH RECURSIVE chain(n) AS (SELECT 1 UNION ALL SELECT o.n FROM (SELECT count(*) AS n FROM orders) AS o JOIN chain c ON o.n = c.n) SELECT count(*) FROM chain
+-- case: count(*) over a cross join counts the product
+-- expect: cartesian_product
+SELECT count(DISTINCT o.customer_id), count(*) FROM orders o CROSS JOIN customers c
+-- case: a sum over a cross join is multiplied by the other side
+-- expect: cartesian_product
+SELECT sum(o.total_amount), count(DISTINCT c.customer_id) FROM orders o, customers c
+-- case: one aggregate reading both sides of a cross join
+-- expect: cartesian_product
+SELECT count(DISTINCT o.customer_id || c.city) FROM orders o, customers c
+-- case: an aggregate filtered by the other side of a cross join
+-- expect: cartesian_product
+SELECT count(DISTINCT o.order_id) FILTER (WHERE c.city = 'Paris'), max(c.city) FROM orders o, customers c
+-- case: a side of a cross join no aggregate reads
+-- expect: cartesian_product
+SELECT count(DISTINCT o.customer_id) FROM orders o, customers c
+-- case: unqualified columns over a cross join cannot be attributed
+-- expect: cartesian_product
+SELECT count(DISTINCT customer_id), count(DISTINCT city) FROM orders o, customers c
+-- case: distinct counts per group over a cross join
+-- expect: cartesian_product
+SELECT c.city, count(DISTINCT o.order_id) FROM orders o, customers c GROUP BY c.city
+-- case: a whole row in an aggregate over a cross join
+-- expect: cartesian_product
+SELECT count(DISTINCT o.order_id), max(c.*) FROM orders o, customers c
+-- case: a scalar subquery beside independent aggregates
+-- expect: cartesian_product
+SELECT count(DISTINCT o.order_id), (SELECT max(x.y) FROM big x) FROM orders o, customers c
+-- case: an aggregate subquery whose set-returning function yields many rows
+-- expect: cartesian_product
+SELECT s.n FROM (SELECT count(*) AS n, generate_series(1, 100000) AS g FROM orders) s, customers c
+-- case: a windowed count without an aggregate is one row per input row
+-- expect: cartesian_product
+SELECT x.n FROM (SELECT count(*) OVER () AS n FROM orders) x, customers c
+-- case: independent distinct counts under a window
+-- expect: cartesian_product
+SELECT count(DISTINCT o.order_id) OVER (), max(c.city) OVER () FROM orders o, customers c
