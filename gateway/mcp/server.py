@@ -165,7 +165,7 @@ def build_server(resolve: Resolve) -> Server[Any]:
         uri = str(params.uri)
         if uri == apps.ANSWER_URI:  # the MCP Apps view: a page without data, the same for every caller
             return types.ReadResourceResult(contents=[types.TextResourceContents(
-                uri=uri, text=apps.answer_view(), mime_type=apps.APP_MIME_TYPE, meta=apps.resource_meta())])
+                uri=uri, text=apps.answer_view(), mime_type=apps.APP_MIME_TYPE, _meta=apps.resource_meta())])
         try:
             text, mime_type = await _within_deadline(caller, _read(caller, uri), f"reading {uri!r}")
         except errors.GatewayError as exc:

@@ -123,7 +123,7 @@ class ToolSpec:
     def tool(self) -> types.Tool:
         return types.Tool(
             name=self.name, title=self.title, description=self.description,
-            input_schema=self.args.model_json_schema(), output_schema=self.output, meta=self.meta,
+            input_schema=self.args.model_json_schema(), output_schema=self.output, _meta=self.meta,
             annotations=types.ToolAnnotations(
                 title=self.title, read_only_hint=self.read_only, destructive_hint=False,
                 # feedback is idempotent per request and client: the same call again changes nothing
@@ -168,8 +168,9 @@ SQL_OUT = _object(["database", "columns", "rows", "row_count", "truncated", "not
                   timings=_OBJ, note=_STR)
 ASK_OUT = _object(
     ["status", "database", "sql", "columns", "rows", "row_count", "truncated", "attempts", "request_id", "note"],
-    status={"enum": ["ok", "suspicious", "failed", "blocked", "needs_clarification"]}, database=_STR, sql=_NSTR, columns=_COLUMNS,
-    rows=_ROWS, row_count=_INT, truncated={"type": "boolean"}, findings={"type": "array", "items": _OBJ},
+    status={"enum": ["ok", "suspicious", "failed", "blocked", "needs_clarification"]}, database=_STR, sql=_NSTR,
+    columns=_COLUMNS, rows=_ROWS, row_count=_INT, truncated={"type": "boolean"},
+    findings={"type": "array", "items": _OBJ},
     attempts={"type": "array", "items": _object(["n", "source", "passed", "codes"], n=_INT, source=_STR,
                                                   sql=_NSTR, passed={"type": "boolean"},
                                                   codes={"type": "array", "items": _STR})},

@@ -86,3 +86,11 @@ def test_print_config_for_a_config_file(demo_dsn: str, tmp_path: Path, extra: li
     assert entry["env"] == expected
     assert "ask" in done.stderr and "NL2SQL_LLM__MODEL" in done.stderr  # no LLM: how to offer ask
     assert urlsplit(demo_dsn).password is None or urlsplit(demo_dsn).password not in done.stdout
+
+
+def test_desktop_doctests() -> None:
+    import doctest
+
+    import gateway.mcp.desktop
+
+    assert doctest.testmod(gateway.mcp.desktop).failed == 0
