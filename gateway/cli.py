@@ -286,6 +286,9 @@ def mcp(
     settings = _settings(config)
     if dsn:
         _or_exit(apply_dsn_options, settings, dsn)
+        if any(d.password is not None for d in settings.databases.values()) and not print_config:
+            typer.echo("warning: a password in --dsn is visible in the process list; leave it out and put it in "
+                       "the MCP client's env as PGPASSWORD (see mcp --print-config)", err=True)
     elif not settings.databases:
         _no_databases(config)
     if print_config:

@@ -20,7 +20,7 @@ from typing import Any
 
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 
-__all__ = ["ANSWER_URI", "APP_MIME_TYPE", "EXTENSION_ID", "answer_view", "tool_meta"]
+__all__ = ["ANSWER_URI", "APP_MIME_TYPE", "EXTENSION_ID", "answer_view", "resource_meta", "tool_meta"]
 
 ANSWER_URI = "ui://nl2sql/answer.html"
 TITLE = "Answer view"

@@ -72,7 +72,7 @@ class Pending:
 
     def sealed(self) -> str:
         return json.dumps({"v": STATE_VERSION, "owner": self.owner, "first": self.first,
-                           "conversation_id": self.conversation_id}, separators=(",", ":"))
+                           "conversation_id": self.conversation_id}, separators=(",", ":"), default=str)
 
     @classmethod
     def unsealed(cls, state: str, owner: str) -> Pending:

@@ -94,3 +94,15 @@ def test_desktop_doctests() -> None:
     import gateway.mcp.desktop
 
     assert doctest.testmod(gateway.mcp.desktop).failed == 0
+
+
+def test_a_password_in_dsn_is_warned_about(demo_dsn: str, tmp_path: Path) -> None:
+    parts = urlsplit(demo_dsn)
+    with_password = parts._replace(netloc=f"{parts.username}:visible-pw@{parts.hostname}"
+                                          f"{':' + str(parts.port) if parts.port else ''}").geturl()
+    done = subprocess.run([sys.executable, "-m", "gateway", "mcp", "--dsn", f"shop={with_password}"],
+                          env={**CLEAN, "PYTHONPATH": str(ROOT)}, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)  # stdin closed: the client went away at once
+    assert done.stdout == ""  # stdout is the protocol's only
+    assert "visible in the process list" in done.stderr and "PGPASSWORD" in done.stderr
+    assert "visible-pw" not in done.stderr
