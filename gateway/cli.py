@@ -267,16 +267,41 @@ def mcp(
         "--api-key", envvar="NL2SQL_API_KEY",
         help="Act as this API key (its role, databases and Postgres role) instead of as the local user with "
              "every right; needs auth.enabled and a store.")] = None,
+    dsn: Annotated[list[str] | None, typer.Option(
+        "--dsn", metavar="[NAME=]postgresql://...",
+        help="Serve this database (repeatable; NAME defaults to the DSN's database) instead of the configured "
+             "ones, as serve --dsn does: no config file or store needed. The password comes from PGPASSWORD "
+             "in the client's env.")] = None,
+    print_config: Annotated[bool, typer.Option(
+        "--print-config", help="Print the mcpServers entry (Claude Desktop, Cursor) that starts this command, "
+                               "with the database password and LLM settings in its env, and exit.")] = False,
 ) -> None:
     """Serve MCP (Model Context Protocol) on stdin/stdout, for desktop assistants and IDEs that start it.
 
-    Tools: list_databases, describe_schema, search_schema, check_sql, run_sql, ask, give_feedback; resources:
-    each database's schema, rules summary and active guideline. stdout carries only the protocol; logs go to
-    stderr. The HTTP server offers the same over streamable HTTP at /mcp.
+    Tools: list_databases, describe_schema, search_schema, check_sql, run_sql, ask (only with an LLM),
+    give_feedback; resources: each database's schema, rules summary and active guideline, and the answer view
+    MCP Apps clients show. stdout carries only the protocol; logs go to stderr. The HTTP server offers the same
+    over streamable HTTP at /mcp.
     """
     settings = _settings(config)
-    if not settings.databases:
+    if dsn:
+        _or_exit(apply_dsn_options, settings, dsn)
+        if any(d.password is not None for d in settings.databases.values()) and not print_config:
+            typer.echo("warning: a password in --dsn is visible in the process list; leave it out and put it in "
+                       "the MCP client's env as PGPASSWORD (see mcp --print-config)", err=True)
+    elif not settings.databases:
         _no_databases(config)
+    if print_config:
+        from gateway.mcp.desktop import advice, client_config, client_entry
+
+        entry = client_entry(settings, dsn, config or config_path(), api_key=api_key is not None)
+        llm = settings.llm
+        has_llm = bool((llm.model or any(d.ask.model for d in settings.databases.values()))
+                       and (llm.base_url or llm.api_key))
+        typer.echo(json.dumps(client_config(entry), indent=2))
+        for line in advice(entry, has_llm):
+            typer.echo(line, err=True)
+        return
     from gateway import errors
     from gateway.mcp.stdio import serve_stdio
     from gateway.observability.logging import configure_logging

@@ -485,14 +485,23 @@ class Gateway:
                                       state.ruleset(database), state.guidelines, role=principal.pg_role,
                                       claims=principal.claims)
 
-    async def answer(self, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
+    def answers_questions(self) -> bool:
+        """Whether questions can be answered at all: an LLM endpoint and a model (``llm.model``, or a
+        database's ``ask.model``). MCP lists ``ask`` only then."""
+        state = self.state
+        return state.llm is not None and (state.settings.llm.model is not None or any(
+            target.settings.ask.model for target in state.targets.by_name.values()))
+
+    async def answer(self, q: Question, on_attempt: OnAttempt | None = None, thread: Thread | None = None) -> Answer:
         """:meth:`ask`, plus what ``POST /v1/ask`` does around it: the answer is audited in the store before
         it is returned (so feedback can name its request id) and its corrections are handed to the sink.
 
-        ``on_attempt`` sees each attempt as soon as it is validated (progress for MCP clients).
+        ``on_attempt`` sees each attempt as soon as it is validated (progress for MCP clients); ``thread``: the
+        conversation, when the caller holds it (a reply to a clarification without a store, see
+        :func:`gateway.pipeline.conversation.replying`).
         """
         state = self.state
-        answer = await ask(state, q, on_attempt)
+        answer = await ask(state, q, on_attempt, thread)
         await audit_answer(state.store, answer, q)
         await hand_over(state.corrections, corrections_of(answer, q))
         return answer

@@ -20,8 +20,10 @@ from gateway.auth import Principal, Role
 from gateway.auth.access import required_role
 from gateway.auth.scopes import Operation
 from gateway.feedback import feedback_dict
+from gateway.mcp import apps, clarify
 from gateway.mcp.results import DATA_NOTE, ok
 from gateway.pipeline import Attempt
+from gateway.pipeline.conversation import replying
 from gateway.service import Gateway
 
 # What a tool returns to the client's model unless it asks for more: a model's context is not a data
@@ -39,6 +41,7 @@ class Call:
     principal: Principal
     request_id: str
     progress: Progress
+    dialog: clarify.Dialog | None = None  # how to ask the user back (elicitation), when the client can
 
 
 class _Args(RequestBody):
@@ -93,7 +96,7 @@ class FeedbackArgs(_Args):
     note: str | None = Field(default=None, max_length=2000)
 
 
-Handler = Callable[[Call, Any], Awaitable[types.CallToolResult]]
+Handler = Callable[[Call, Any], Awaitable[types.CallToolResult | types.InputRequiredResult]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,15 +110,20 @@ class ToolSpec:
     operation: Operation  # what it does: the scope an end user's token needs for it (gateway.auth.scopes)
     handler: Handler
     read_only: bool = True
+    meta: dict[str, Any] | None = None  # the tool's _meta (an MCP Apps view: gateway.mcp.apps)
+    needs_llm: bool = False  # not listed, and refused, while no LLM can answer (Gateway.answers_questions)
 
     @property
     def role(self) -> Role:
         return required_role(self.route) or Role.CLIENT
 
+    def available(self, gateway: Gateway) -> bool:
+        return not self.needs_llm or gateway.answers_questions()
+
     def tool(self) -> types.Tool:
         return types.Tool(
             name=self.name, title=self.title, description=self.description,
-            input_schema=self.args.model_json_schema(), output_schema=self.output,
+            input_schema=self.args.model_json_schema(), output_schema=self.output, _meta=self.meta,
             annotations=types.ToolAnnotations(
                 title=self.title, read_only_hint=self.read_only, destructive_hint=False,
                 # feedback is idempotent per request and client: the same call again changes nothing
@@ -160,12 +168,16 @@ SQL_OUT = _object(["database", "columns", "rows", "row_count", "truncated", "not
                   timings=_OBJ, note=_STR)
 ASK_OUT = _object(
     ["status", "database", "sql", "columns", "rows", "row_count", "truncated", "attempts", "request_id", "note"],
-    status={"enum": ["ok", "suspicious", "failed", "blocked"]}, database=_STR, sql=_NSTR, columns=_COLUMNS,
-    rows=_ROWS, row_count=_INT, truncated={"type": "boolean"}, findings={"type": "array", "items": _OBJ},
+    status={"enum": ["ok", "suspicious", "failed", "blocked", "needs_clarification"]}, database=_STR, sql=_NSTR,
+    columns=_COLUMNS, rows=_ROWS, row_count=_INT, truncated={"type": "boolean"},
+    findings={"type": "array", "items": _OBJ},
     attempts={"type": "array", "items": _object(["n", "source", "passed", "codes"], n=_INT, source=_STR,
                                                   sql=_NSTR, passed={"type": "boolean"},
                                                   codes={"type": "array", "items": _STR})},
-    stop_reason=_STR, guideline_version=_NSTR, request_id=_NSTR, note=_STR)
+    stop_reason=_STR, guideline_version=_NSTR, request_id=_NSTR, note=_STR,
+    clarification={"type": ["object", "null"], "description": "With needs_clarification: the question to put "
+                   "to the user and its options (a client with elicitation gets it asked instead).",
+                   "properties": {"question": _STR, "options": {"type": "array", "items": _STR}}})
 FEEDBACK_OUT = _object(["feedback_id", "request_id", "verdict", "created"], feedback_id=_INT, request_id=_STR,
                        client_id=_STR, verdict=_STR, correction_id={"type": ["integer", "null"]},
                        example_id={"type": ["integer", "null"]}, example_status=_NSTR, created_at=_STR,
@@ -210,28 +222,76 @@ async def run_sql(call: Call, args: SqlArgs) -> types.CallToolResult:
               payload, label="rows")
 
 
-async def ask(call: Call, args: AskArgs) -> types.CallToolResult:
+async def ask(call: Call, args: AskArgs) -> types.CallToolResult | types.InputRequiredResult:
+    gateway, dialog = call.gateway, call.dialog
+    owner = gateway.owner(call.principal).id
+    if dialog is not None and dialog.state is not None:  # 2026-07-28: the retry carrying the user's answer
+        pending = clarify.Pending.unsealed(dialog.state, owner)
+        reply = clarify.reply_of(dialog, pending.first.get("clarification") or {})
+        if reply is None:  # declined or cancelled: the question stays for the client's model to ask
+            return _answered(pending.first)
+        return _answered(await _answer(call, args, reply, pending=pending, request_id=call.request_id))
+    first, conversation_id = await _first(call, args)
+    if first["status"] != "needs_clarification" or dialog is None or not dialog.supported:
+        return _answered(first)
+    pending = clarify.Pending(owner, first, conversation_id)
+    if dialog.modern:
+        return clarify.input_required(pending)
+    reply = await clarify.elicit(dialog, first.get("clarification") or {})
+    if reply is None:
+        return _answered(first)
+    return _answered(await _answer(call, args, reply, pending=pending, request_id=None))
+
+
+async def _first(call: Call, args: AskArgs) -> tuple[dict[str, Any], str | None]:
+    q = call.gateway.question(args.database, args.question, evidence=args.evidence, max_rows=args.max_rows,
+                              request_id=call.request_id, principal=call.principal)
+    answer = await call.gateway.answer(q, _progress(call, args))
+    return _payload(answer.as_dict()), answer.conversation_id
+
+
+async def _answer(call: Call, args: AskArgs, reply: str, *, pending: clarify.Pending,
+                  request_id: str | None) -> dict[str, Any]:
+    """The user's reply to the clarification, answered with it in view (``request_id`` None: a new one, when
+    the first answer took the call's)."""
     gateway = call.gateway
-    q = gateway.question(args.database, args.question, evidence=args.evidence, max_rows=args.max_rows,
-                         request_id=call.request_id, principal=call.principal)
-    total = 1 + gateway.state.target(args.database).settings.ask.max_iterations
+    q = gateway.question(args.database, reply, evidence=args.evidence, max_rows=args.max_rows,
+                         request_id=request_id, principal=call.principal, conversation_id=pending.conversation_id)
+    thread = None
+    if pending.conversation_id is None:  # no stored conversation holds the first round: one in memory does
+        thread = replying(q, args.question, pending.first.get("clarification") or {}, args.evidence)
+    answer = await gateway.answer(q, _progress(call, args), thread)
+    return _payload(answer.as_dict())
+
+
+def _progress(call: Call, args: AskArgs) -> Callable[[Attempt], Awaitable[None]]:
+    total = 1 + call.gateway.state.target(args.database).settings.ask.max_iterations
 
     async def on_attempt(attempt: Attempt) -> None:
         verdict = "passed" if attempt.passed else "findings: " + (", ".join(attempt.codes) or "none")
         await call.progress(attempt.n, total, f"attempt {attempt.n} ({attempt.source}) {verdict}")
 
-    answer = await gateway.answer(q, on_attempt)
-    data = answer.as_dict()
-    payload = {
+    return on_attempt
+
+
+def _payload(data: dict[str, Any]) -> dict[str, Any]:
+    return {
         **{k: data[k] for k in ("status", "database", "sql", "columns", "rows", "row_count", "truncated",
-                                "findings", "stop_reason", "guideline_version", "request_id")},
+                                "findings", "stop_reason", "guideline_version", "request_id", "clarification")},
         "attempts": [{"n": a["n"], "source": a["source"], "sql": a["sql"], "passed": a["passed"],
                       "codes": list(dict.fromkeys(f["code"] for f in a["findings"]))} for a in data["attempts"]],
         "note": DATA_NOTE,
     }
-    return ok(f"Status {answer.status} after {len(answer.attempts)} attempt(s); {data['row_count']} row(s). "
-              f"Send give_feedback with request_id {answer.request_id} once you know whether it is right.",
-              payload, label="answer")
+
+
+def _answered(payload: dict[str, Any]) -> types.CallToolResult:
+    if payload["status"] == "needs_clarification":
+        return ok("Status needs_clarification: the question is ambiguous. Put the gateway's question (in "
+                  "clarification, with any options) to the user, then ask again with the answer made explicit in "
+                  "the question.", payload, label="answer")
+    return ok(f"Status {payload['status']} after {len(payload['attempts'])} attempt(s); {payload['row_count']} "
+              f"row(s). Send give_feedback with request_id {payload['request_id']} once you know whether it is "
+              "right.", payload, label="answer")
 
 
 async def give_feedback(call: Call, args: FeedbackArgs) -> types.CallToolResult:
@@ -258,11 +318,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("run_sql", "Run read-only SQL", "Checks the statement, then runs exactly that text in a READ ONLY "
              "transaction with timeouts and returns columns and rows (at most max_rows). A refused or failing "
              "statement is a tool error with its code (sql_blocked with safety codes, query_error with "
-             "SQLSTATE, cost_too_high ...).", SqlArgs, SQL_OUT, "/v1/sql", Operation.QUERY, run_sql),
+             "SQLSTATE, cost_too_high ...).", SqlArgs, SQL_OUT, "/v1/sql", Operation.QUERY, run_sql,
+             meta=apps.tool_meta()),
     ToolSpec("ask", "Answer a question with SQL", "Writes SQL for a question with the gateway's LLM, checks, "
              "runs and validates it, and reflects on failures or suspicious results. Returns the status "
              "(ok, suspicious, failed, blocked), the SQL, columns, rows and a summary of the attempts; "
-             "progress notifications report each attempt.", AskArgs, ASK_OUT, "/v1/ask", Operation.ASK, ask),
+             "progress notifications report each attempt. An ambiguous question is put to the user through "
+             "elicitation when the client supports it (else status needs_clarification with the question). "
+             "Listed only when the gateway has an LLM.", AskArgs, ASK_OUT, "/v1/ask", Operation.ASK, ask,
+             meta=apps.tool_meta(), needs_llm=True),
     ToolSpec("give_feedback", "Say whether an answer was right", "Feedback on an ask result (by request_id): "
              "'correct', or 'incorrect' with optional corrected SQL. Idempotent per request and key. The "
              "gateway learns from it after review; nothing in a database changes.", FeedbackArgs,
