@@ -26,7 +26,7 @@ from gateway import deadline as request_deadline
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.access import required_role
 from gateway.auth.scopes import Operation
-from gateway.mcp import results
+from gateway.mcp import results, templates
 from gateway.mcp.tools import BY_NAME, TOOLS, Call
 from gateway.observability.logging import get_logger
 from gateway.service import Gateway
@@ -102,13 +102,20 @@ def build_server(resolve: Resolve) -> Server[Any]:
         # A key sees the tools its role may call (as its HTTP routes); the rest would only answer forbidden.
         # Scopes do not hide tools: a token lacking one is challenged when it calls the tool (403
         # insufficient_scope over HTTP), and a client can then ask the user for that scope (step-up).
-        return types.ListToolsResult(tools=[s.tool() for s in TOOLS if caller.principal.role.allows(s.role)])
+        listed = [s.tool() for s in TOOLS if caller.principal.role.allows(s.role)]
+        # The opt-in templates group (templates.mcp_tools): one tool per template the caller may use.
+        listed += await _within_deadline(caller, templates.tools(caller.gateway, caller.principal), "tools/list")
+        return types.ListToolsResult(tools=listed)
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: types.CallToolRequestParams) -> types.CallToolResult:
         caller = await _resolved(resolve, ctx)
         spec = BY_NAME.get(params.name)
         try:
+            if spec is None and params.name.startswith(templates.PREFIX):
+                call = Call(caller.gateway, caller.principal, caller.request_id, _progress(ctx))
+                return await _within_deadline(caller, templates.call(call, params.name, params.arguments or {}),
+                                              f"the tool {params.name!r}")
             if spec is None:
                 raise errors.NotFound(f"no tool named {params.name!r}; see tools/list", tool=params.name)
             caller.principal.check_role(spec.role)
@@ -120,10 +127,7 @@ def build_server(resolve: Resolve) -> Server[Any]:
                     errors=[{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in exc.errors()],
                 ) from None
 
-            async def progress(done: float, total: float | None, message: str) -> None:
-                await ctx.session.report_progress(done, total, message)
-
-            call = Call(caller.gateway, caller.principal, caller.request_id, progress)
+            call = Call(caller.gateway, caller.principal, caller.request_id, _progress(ctx))
             result = await _within_deadline(caller, spec.handler(call, args), f"the tool {params.name!r}")
         except errors.GatewayError as exc:
             log.info("mcp_tool_error", tool=params.name, code=exc.code, key=caller.principal.key_id,
@@ -161,9 +165,34 @@ def build_server(resolve: Resolve) -> Server[Any]:
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text,
                                                                              mime_type=mime_type)])
 
+    async def list_prompts(ctx: ServerRequestContext[Any, Any],
+                           params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        caller = await _resolved(resolve, ctx)
+        try:
+            found = await _within_deadline(caller, templates.prompts(caller.gateway, caller.principal), "prompts/list")
+        except errors.GatewayError as exc:
+            raise _protocol_error(exc, caller.request_id) from None
+        return types.ListPromptsResult(prompts=found)
+
+    async def get_prompt(ctx: ServerRequestContext[Any, Any],
+                         params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        caller = await _resolved(resolve, ctx)
+        try:
+            return await _within_deadline(caller, templates.prompt(caller.gateway, caller.principal, params.name,
+                                                                   params.arguments), f"the prompt {params.name!r}")
+        except errors.GatewayError as exc:
+            raise _protocol_error(exc, caller.request_id) from None
+
     return Server("nl2sql-gateway", version=__version__, title="nl2sql-gateway", instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-                  on_read_resource=read_resource)
+                  on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt)
+
+
+def _progress(ctx: ServerRequestContext[Any, Any]) -> Callable[[float, float | None, str], Awaitable[None]]:
+    async def progress(done: float, total: float | None, message: str) -> None:
+        await ctx.session.report_progress(done, total, message)
+
+    return progress
 
 
 T = TypeVar("T")

@@ -165,7 +165,9 @@ ASK_OUT = _object(
     attempts={"type": "array", "items": _object(["n", "source", "passed", "codes"], n=_INT, source=_STR,
                                                   sql=_NSTR, passed={"type": "boolean"},
                                                   codes={"type": "array", "items": _STR})},
-    stop_reason=_STR, guideline_version=_NSTR, request_id=_NSTR, note=_STR)
+    stop_reason=_STR, guideline_version=_NSTR, request_id=_NSTR, note=_STR,
+    trusted={"type": ["object", "null"], "description": "Set when a DBA's template answered (no LLM): template, "
+             "parameters, run."})
 FEEDBACK_OUT = _object(["feedback_id", "request_id", "verdict", "created"], feedback_id=_INT, request_id=_STR,
                        client_id=_STR, verdict=_STR, correction_id={"type": ["integer", "null"]},
                        example_id={"type": ["integer", "null"]}, example_status=_NSTR, created_at=_STR,
@@ -227,7 +229,7 @@ async def ask(call: Call, args: AskArgs) -> types.CallToolResult:
                                 "findings", "stop_reason", "guideline_version", "request_id")},
         "attempts": [{"n": a["n"], "source": a["source"], "sql": a["sql"], "passed": a["passed"],
                       "codes": list(dict.fromkeys(f["code"] for f in a["findings"]))} for a in data["attempts"]],
-        "note": DATA_NOTE,
+        "trusted": data.get("trusted"), "note": DATA_NOTE,
     }
     return ok(f"Status {answer.status} after {len(answer.attempts)} attempt(s); {data['row_count']} row(s). "
               f"Send give_feedback with request_id {answer.request_id} once you know whether it is right.",
