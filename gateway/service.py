@@ -377,7 +377,8 @@ class Gateway:
         return await promote.create(state, store_of(state.store), q, name=name, sql=sql,
                                     parameters=[dict(p) for p in parameters], questions=list(questions),
                                     description=description, example_id=example_id,
-                                    created_by=owner_of(principal).id, may_use=principal.may_use)
+                                    created_by=owner_of(principal).id if principal.user or principal.key_id
+                                    else principal.name, may_use=principal.may_use)
 
     async def templates(self, database: str | None = None, *,
                         principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
