@@ -58,11 +58,11 @@ from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
 from gateway.settings import Settings
-from gateway.templates import match_question
 from gateway.state import GatewayState
 from gateway.store import guidelines
 from gateway.store import templates as templates_store
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
+from gateway.templates import match_question
 
 __all__ = ["Gateway"]
 

@@ -14,7 +14,15 @@ from starlette.responses import Response
 
 from gateway import errors
 from gateway.api.deps import get_gateway
-from gateway.api.models import AskResponse, TemplateCreate, TemplateList, TemplateOut, TemplateRun, TemplateSuggestions
+from gateway.api.models import (
+    AskResponse,
+    TemplateCreate,
+    TemplateList,
+    TemplateOut,
+    TemplateRun,
+    TemplateSuggestion,
+    TemplateSuggestions,
+)
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
@@ -71,7 +79,7 @@ async def suggestions(
     gateway: Gateway = Depends(get_gateway), principal: Principal = Depends(authorize),
 ) -> TemplateSuggestions:
     found = await gateway.template_suggestions(database, limit=limit, principal=principal)
-    return TemplateSuggestions(suggestions=found)
+    return TemplateSuggestions(suggestions=[TemplateSuggestion(**s) for s in found])
 
 
 @router.get("/{name}", response_model=TemplateOut, summary="One template",

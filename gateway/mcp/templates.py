@@ -51,7 +51,7 @@ async def tools(gateway: Any, principal: Any) -> list[types.Tool]:
             output_schema=ASK_OUT,
             annotations=types.ToolAnnotations(title=t["name"], read_only_hint=True, destructive_hint=False,
                                               idempotent_hint=True, open_world_hint=False),
-            meta={"group": GROUP}))
+            _meta={"group": GROUP}))
     return out
 
 

@@ -37,14 +37,14 @@ from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.reflect import guideline_applies, reflect
 from gateway.pipeline.respond import Answer, Attempt, Source, choose, clarifying_answer, status_of
 from gateway.pipeline.tally import log_attempt
-from gateway.pipeline.validate import Finding, triggers, validate
 from gateway.pipeline.trusted import answer_trusted
 from gateway.pipeline.trusted import run as run_template
+from gateway.pipeline.validate import Finding, triggers, validate
 from gateway.pipeline.verified import OnAttempt, answer_verified, offline_answers_only
-from gateway.templates import Template
 from gateway.rules import RuleSet
 from gateway.settings import AskPolicy
 from gateway.state import GatewayState
+from gateway.templates import Template
 
 log = get_logger(__name__)
 
