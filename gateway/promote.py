@@ -24,6 +24,7 @@ from gateway.state import GatewayState
 from gateway.store import Store
 from gateway.store import examples as stored_examples
 from gateway.store import templates as stored
+from gateway.store.pool import store_faults
 from gateway.templates import NAME, DefinitionError, Parameter, Template, check_questions, param_type
 
 
@@ -102,7 +103,8 @@ async def create(state: GatewayState, store: Store, q: Question, *, name: str, s
 
     database = q.database
     if example_id is not None:
-        example = await stored_examples.get(store.pool, example_id)
+        with store_faults("the template was not created"):
+            example = await stored_examples.get(store.pool, example_id)
         if example is None or not may_use(example.database) or example.database != database:
             raise errors.UnknownExample(f"there is no example {example_id} of {database!r}", example_id=example_id)
         if example.status != "approved":
@@ -129,10 +131,12 @@ async def create(state: GatewayState, store: Store, q: Question, *, name: str, s
         raise errors.TemplateInvalid(f"the template does not run with its defaults: {', '.join(codes)}",
                                      field="sql", codes=codes,
                                      findings=[f.as_dict() for f in trial.chosen.findings] if trial.chosen else [])
-    async with store.transaction() as conn:
-        saved = await stored.add(conn, name=name, database=database, description=description, sql=sql,
-                                 parameters=[p.as_dict() for p in template.parameters],
-                                 questions=list(template.questions), example_id=example_id, created_by=created_by)
+    with store_faults("the template was not created"):
+        async with store.transaction() as conn:
+            saved = await stored.add(conn, name=name, database=database, description=description, sql=sql,
+                                     parameters=[p.as_dict() for p in template.parameters],
+                                     questions=list(template.questions), example_id=example_id,
+                                     created_by=created_by)
     if saved is None:
         raise errors.TemplateExists(f"there is a template named {name!r}; delete it first", template=name)
     forget(state)
@@ -163,7 +167,8 @@ async def listing(state: GatewayState, store: Store, databases: list[str], *, ro
     """The templates of ``databases`` available to the caller (reading nothing it may not read), by name."""
     out: list[dict[str, Any]] = []
     for database in databases:
-        rows = await stored.list_all(store.pool, database)
+        with store_faults("the templates could not be read"):
+            rows = await stored.list_all(store.pool, database)
         if not rows:
             continue
         dom = await domain(state, database, role, claims)
@@ -178,7 +183,8 @@ async def available(state: GatewayState, store: Store, name: str, *, may_use: An
                     claims: tuple[tuple[str, str], ...]) -> tuple[Template, Any, Domain]:
     """The template named ``name`` if this caller may use it; ``unknown_template`` otherwise (the same
     answer whether it does not exist, belongs to another database or reads what the caller may not)."""
-    row = await stored.get(store.pool, name)
+    with store_faults("the template could not be read"):
+        row = await stored.get(store.pool, name)
     if row is None or not may_use(row.database) or row.database not in state.targets.by_name:
         raise errors.UnknownTemplate(f"there is no template {name!r}", template=name)
     template = Template.of(row)

@@ -62,6 +62,7 @@ from gateway.state import GatewayState
 from gateway.store import guidelines
 from gateway.store import templates as templates_store
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
+from gateway.store.pool import store_faults
 from gateway.templates import match_question
 
 __all__ = ["Gateway"]
@@ -407,11 +408,12 @@ class Gateway:
         self.check_scope(principal, Operation.QUERY)
         principal.check_role(Role.DBA)
         store = store_of(self.state.store)
-        row = await templates_store.get(store.pool, name)
-        if row is None or not principal.may_use(row.database):
-            raise errors.UnknownTemplate(f"there is no template {name!r}", template=name)
-        async with store.transaction() as conn:
-            await templates_store.delete(conn, name)
+        with store_faults("the template was not deleted"):
+            row = await templates_store.get(store.pool, name)
+            if row is None or not principal.may_use(row.database):
+                raise errors.UnknownTemplate(f"there is no template {name!r}", template=name)
+            async with store.transaction() as conn:
+                await templates_store.delete(conn, name)
         forget_templates(self.state)
 
     async def run_template(self, name: str, values: dict[str, str] | None = None, *, max_rows: int | None = None,
@@ -445,9 +447,10 @@ class Gateway:
             principal.check_database(database)
         state = self.state
         names = [database] if database is not None else [n for n in state.targets.by_name if principal.may_use(n)]
-        found = await templates_store.suggestions(store_of(state.store).pool, names,
-                                                  min_count=state.settings.templates.suggest_min_asked,
-                                                  limit=limit * 2)
+        with store_faults("the suggestions could not be read"):
+            found = await templates_store.suggestions(store_of(state.store).pool, names,
+                                                      min_count=state.settings.templates.suggest_min_asked,
+                                                      limit=limit * 2)
         out: list[dict[str, Any]] = []
         for suggestion in found:
             dom = await trusted_domain(state, suggestion.database, principal.pg_role, principal.claims)

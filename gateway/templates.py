@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -263,9 +263,13 @@ def readings(question: str, template: Template, known: Mapping[str, Sequence[str
 
 
 def match_question(question: str, templates: Sequence[Template], known: Mapping[str, Sequence[str]],
-                   columns: Columns | None = None) -> tuple[Template, dict[str, str]] | None:
-    """The one template and values that answer ``question``; None when none does, or more than one could."""
+                   columns: Columns | None = None, usable: Callable[[Template], bool] | None = None,
+                   ) -> tuple[Template, dict[str, str]] | None:
+    """The one template and values that answer ``question``; None when none does, or more than one could.
+    ``usable``: whether the caller may use a template (asked only of templates that read the question)."""
     hits = [(t, reading) for t in templates for reading in readings(question, t, known, columns)]
+    if usable is not None:
+        hits = [(t, reading) for t, reading in hits if usable(t)]
     if len(hits) != 1:
         return None
     template, reading = hits[0]

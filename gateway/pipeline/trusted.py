@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway import errors, safety
@@ -35,6 +35,8 @@ log = get_logger(__name__)
 OnAttempt = Callable[[Attempt], Awaitable[None]]
 TTL_S = 5.0  # how long a replica answers from the templates it read (a change elsewhere lands within it)
 _KEY = "templates"
+_DOMAINS = "template_domains"
+DOMAINS_KEPT = 256  # callers' domains kept (as context.scoped_views_max bounds their views)
 
 
 class CheckAndRun(Protocol):
@@ -49,13 +51,17 @@ class Domain:
     columns: dict[str, str]  # "table.column" -> type, readable by the caller and not hidden
     known: dict[str, list[str]]  # "table.column" -> the known values the caller may read
     policy: safety.Policy  # what the caller may not read: a template whose SQL reads it is not for the caller
+    verdicts: dict[str, bool] = field(default_factory=dict, compare=False)  # SQL -> available, memoized
 
     def available(self, template: Template) -> bool:
         """The template reads nothing the caller may not, and binds only columns the caller may read."""
         if any(p.column not in self.columns for p in template.parameters):
             return False
-        verdict = safety.check(template.sql, self.policy)
-        return not any(f.code in _UNREADABLE for f in verdict.findings)
+        shown = self.verdicts.get(template.sql)
+        if shown is None:
+            verdict = safety.check(template.sql, self.policy)
+            shown = self.verdicts[template.sql] = not any(f.code in _UNREADABLE for f in verdict.findings)
+        return shown
 
 
 _UNREADABLE = frozenset({"hidden_table", "hidden_column", "parse_error"})
@@ -67,9 +73,20 @@ async def domain(state: GatewayState, database: str, role: str | None, claims: t
     rules = state.ruleset(database)
     snapshot = await state.schemas.view(state.target(database), rules, role, claims)
     prepared = _prepare(snapshot, rules, state.settings.context.sample_values)
+    # Kept while the view's preparation is the same object (a refresh or a rules reload makes a new one).
+    cache: dict[tuple[str, str | None, tuple[tuple[str, str], ...]], tuple[Any, Domain]] = \
+        state.extras.setdefault(_DOMAINS, {})
+    key = (database, role, tuple(claims))
+    hit = cache.get(key)
+    if hit is not None and hit[0] is prepared:
+        return hit[1]
     columns = {f"{t.qualified_name}.{c.name}": c.type for t in prepared.schema.tables for c in t.columns}
     known = {f"{table}.{column}": list(found) for (table, column), found in prepared.values.items()}
-    return Domain(columns, known, _policy(snapshot, prepared.schema, rules))
+    made = Domain(columns, known, _policy(snapshot, prepared.schema, rules))
+    if len(cache) >= DOMAINS_KEPT:
+        cache.clear()
+    cache[key] = (prepared, made)
+    return made
 
 
 def _policy(snapshot: SchemaSnapshot, visible: Any, rules: Any) -> safety.Policy:
@@ -171,13 +188,14 @@ async def answer_trusted(state: GatewayState, q: Question, policy: AskPolicy, on
         return None
     try:
         found = await templates_of(state, q.database)
-        if not found:
-            return None
-        dom = await domain(state, q.database, q.role, q.claims)
-    except errors.GatewayError as exc:  # store or schema unavailable: the LLM path may still work
-        log.warning("templates_unavailable", database=q.database, code=exc.code)
+    except Exception as exc:  # noqa: BLE001 - the store is down: templates help, their absence fails nothing
+        log.warning("templates_unavailable", database=q.database, error=repr(exc))
         return None
-    matched = match_question(q.question, [t for t in found if dom.available(t)], dom.known, dom.columns)
+    if not found:
+        return None
+    dom = await domain(state, q.database, q.role, q.claims)  # the same view the LLM path's context needs
+    # Read first, then whether the caller may use the template: the safety check runs only on a hit.
+    matched = match_question(q.question, found, dom.known, dom.columns, usable=dom.available)
     if matched is None:
         return None
     template, values = matched
