@@ -11,7 +11,7 @@ there is exactly one way to read it. Two templates, or two readings of one, that
 
 >>> t = Template("orders_in_region", "demo", "SELECT count(*) FROM orders WHERE region = $1",
 ...              (Parameter("region", "orders.region", "text", "North America"),),
-...              ("How many orders come from {region}?",))
+...              ("How many orders come from {region}",))
 >>> known = {"orders.region": ["North America", "Europe"]}
 >>> match_question("how many orders come from  EUROPE", [t], known)
 (Template(name='orders_in_region', ...), {'region': 'Europe'})
