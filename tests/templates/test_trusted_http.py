@@ -85,6 +85,9 @@ async def test_run_with_other_values_and_422_with_suggestions(demo_dsn: str, fre
         fed = await http.post("/v1/feedback", headers=client, json={"request_id": body["request_id"],
                                                                     "verdict": "correct"})
         assert fed.status_code == 201, fed.text
+        # Its SQL has bind parameters: the verdict counts, but it is no example (the template already is one).
+        assert fed.json()["example_id"] is None
+        assert (await http.get("/v1/examples", headers=dba)).json() == {"examples": []}
         default = (await http.post("/v1/templates/orders_by_status/run", headers=client)).json()
         assert default["trusted"]["parameters"] == {"status": "shipped"}
 
@@ -181,3 +184,29 @@ async def test_the_streaming_ask_is_trusted_too(demo_dsn: str, fresh_db: str, ll
         assert events[0][1]["source"] == "template"
         assert events[1][1]["trusted"]["parameters"] == {"status": "pending"}
         assert not [r for r in llm.requests if is_generation(r)]
+
+
+async def test_a_doubt_about_how_the_result_looks_does_not_make_a_trusted_answer_suspicious(
+        demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:
+    """A DBA vouched for the SQL: an empty result is recorded as a finding, the answer stays ok (as an upheld
+    one); a template that fails at run time is a failed answer, never a trusted ok."""
+    async with gateway(settings(demo_dsn, fresh_db, None, tmp_path)) as (http, state):
+        dba = await make_key(state, "dba")
+        await create(http, dba, {
+            "database": "demo", "name": "big_lines", "sql": "SELECT order_id, quantity FROM order_items "
+            "WHERE quantity > $1 ORDER BY order_id LIMIT 5",
+            "parameters": [{"name": "n", "column": "order_items.quantity", "default": 1}],
+            "questions": ["Which order lines have more than {n} items?"]})
+        empty = (await http.post("/v1/templates/big_lines/run", headers=dba,
+                                 json={"parameters": {"n": 1000000}})).json()
+        assert empty["status"] == "ok" and empty["rows"] == [] and empty["trusted"]["parameters"] == {"n": "1000000"}
+        assert "empty_result" in [f["code"] for f in empty["findings"]]
+        assert empty["attempts"][0].get("upheld") is True
+        await create(http, dba, {
+            "database": "demo", "name": "per_share", "sql": "SELECT count(*) AS n FROM order_items "
+            "WHERE quantity > 100 / $1", "parameters": [{"name": "share", "column": "order_items.quantity",
+                                                          "default": 10}],
+            "questions": ["How many lines are over a {share}th of a hundred items?"]})
+        failed = (await http.post("/v1/templates/per_share/run", headers=dba, json={"parameters": {"share": 0}})).json()
+        assert failed["status"] == "failed" and failed["rows"] == []
+        assert [f["code"] for f in failed["findings"]] == ["exec_error"]
