@@ -18,7 +18,10 @@ from gateway import errors
 from gateway.auth.scopes import Operation
 from gateway.mcp.results import DATA_NOTE, ok
 from gateway.mcp.tools import ASK_OUT, Call
+from gateway.observability.logging import get_logger
 from gateway.pipeline import Attempt
+
+log = get_logger(__name__)
 
 PREFIX = "template_"
 GROUP = "templates"
@@ -33,7 +36,7 @@ async def tools(gateway: Any, principal: Any) -> list[types.Tool]:
     if not enabled(gateway) or gateway.state.store is None or not gateway.permits(principal, Operation.ASK):
         return []
     out = []
-    for t in await gateway.templates(principal=principal):
+    for t in await _templates(gateway, principal):
         properties: dict[str, Any] = {}
         for p in t["parameters"]:
             prop: dict[str, Any] = {"type": "string", "description": f"A value of {p['column']} ({p['type']})."}
@@ -53,6 +56,16 @@ async def tools(gateway: Any, principal: Any) -> list[types.Tool]:
                                               idempotent_hint=True, open_world_hint=False),
             _meta={"group": GROUP}))
     return out
+
+
+async def _templates(gateway: Any, principal: Any) -> list[dict[str, Any]]:
+    """The templates the caller may use; none while the store is down (the other tools still list)."""
+    try:
+        found: list[dict[str, Any]] = await gateway.templates(principal=principal)
+    except errors.GatewayError as exc:
+        log.warning("mcp_templates_unavailable", code=exc.code)
+        return []
+    return found
 
 
 async def call(call: Call, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
@@ -91,7 +104,7 @@ async def prompts(gateway: Any, principal: Any) -> list[types.Prompt]:
                                         description=f"A value of {p['column']}"
                                         + (f" (default {p['default']})" if p.get("default") is not None else ""))
                    for p in t["parameters"]])
-        for t in await gateway.templates(principal=principal)]
+        for t in await _templates(gateway, principal)]
 
 
 async def prompt(gateway: Any, principal: Any, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:

@@ -145,6 +145,10 @@ async def test_only_a_dba_creates_deletes_or_reads_suggestions(demo_dsn: str, fr
         # Another database's dba sees no such template.
         assert (await http.delete("/v1/templates/orders_by_status", headers=other_dba)).status_code == 404
         assert (await http.get("/v1/templates", headers=other_dba)).json() == {"templates": []}
+        for response in (await http.post("/v1/templates/orders_by_status/run", headers=other_dba),
+                         await http.get("/v1/templates/orders_by_status", headers=other_dba)):
+            assert response.status_code == 404 and response.json()["code"] == "unknown_template"
+        assert (await http.get("/v1/templates?database=demo", headers=other_dba)).json()["code"] == "forbidden"
         assert (await http.get("/v1/templates/orders_by_status", headers=client)).status_code == 200
         assert (await http.delete("/v1/templates/orders_by_status", headers=dba)).status_code == 204
         assert (await http.get("/v1/templates/orders_by_status", headers=client)).status_code == 404
