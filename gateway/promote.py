@@ -145,15 +145,18 @@ async def create(state: GatewayState, store: Store, q: Question, *, name: str, s
 
 def view(template: Template, dom: Domain, *, full: bool, saved: Any = None, claims: bool = False) -> dict[str, Any]:
     """What a caller is shown of a template. A caller under a row policy is shown no defaults nor a
-    starter question with them: a DBA's default may spell another tenant's value."""
+    starter question with them (a DBA's default may spell another tenant's value), and only a dba or admin
+    (``full``) is shown the default of a column whose rows depend on the reader (row-level security, row
+    filters)."""
+    shown = not claims and (full or all(dom.shows_default(p.column) for p in template.parameters))
     out: dict[str, Any] = {
         "name": template.name, "database": template.database, "description": template.description,
         "sql": template.sql, "questions": list(template.questions), "uses": template.uses,
         "parameters": [{"name": p.name, "column": p.column, "type": p.type,
-                        **({} if claims else {"default": p.default}),
+                        **({"default": p.default} if shown else {}),
                         **({"values": dom.known[p.column][:50]} if p.column in dom.known else {})}
                        for p in template.parameters],
-        "starter": None if claims else template.question({p.name: p.default or "" for p in template.parameters}),
+        "starter": template.question({p.name: p.default or "" for p in template.parameters}) if shown else None,
     }
     if full and saved is not None:
         out.update(created_by=saved.created_by, created_at=saved.created_at.isoformat(),

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from gateway import errors, safety
 from gateway.context.build import _prepare
 from gateway.context.cache import SchemaSnapshot
+from gateway.context.scope import row_filtered
 from gateway.execute import QueryResult
 from gateway.findings import Finding, family_of
 from gateway.observability.logging import get_logger
@@ -52,6 +53,13 @@ class Domain:
     known: dict[str, list[str]]  # "table.column" -> the known values the caller may read
     policy: safety.Policy  # what the caller may not read: a template whose SQL reads it is not for the caller
     verdicts: dict[str, bool] = field(default_factory=dict, compare=False)  # SQL -> available, memoized
+    # Tables whose rows depend on the reader (row-level security for this caller, row filter rules), lower
+    # case: a DBA's default value of their columns may spell a row this caller cannot read.
+    reader_dependent: frozenset[str] = frozenset()
+
+    def shows_default(self, column: str) -> bool:
+        table = column.rsplit(".", 1)[0].lower()
+        return table not in self.reader_dependent and table.rsplit(".", 1)[-1] not in self.reader_dependent
 
     def available(self, template: Template) -> bool:
         """The template reads nothing the caller may not, and binds only columns the caller may read."""
@@ -82,7 +90,9 @@ async def domain(state: GatewayState, database: str, role: str | None, claims: t
         return hit[1]
     columns = {f"{t.qualified_name}.{c.name}": c.type for t in prepared.schema.tables for c in t.columns}
     known = {f"{table}.{column}": list(found) for (table, column), found in prepared.values.items()}
-    made = Domain(columns, known, _policy(snapshot, prepared.schema, rules))
+    dependent = frozenset(t.lower() for t in snapshot.row_secured) \
+        | row_filtered(rules, snapshot.full or snapshot.schema)
+    made = Domain(columns, known, _policy(snapshot, prepared.schema, rules), reader_dependent=dependent)
     if len(cache) >= DOMAINS_KEPT:
         cache.clear()
     cache[key] = (prepared, made)

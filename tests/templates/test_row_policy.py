@@ -98,6 +98,13 @@ async def test_a_template_reading_a_column_the_role_may_not_read_does_not_exist_
                     await call
             counted = await gw.run_template("count_in_status", {"status": "open"}, principal=bob)
             assert rows(counted) == [[1]]
+            # Without claims, under a role that row-level security applies to: still no default shown (the
+            # DBA's value may name a row this reader cannot see); the dba sees it.
+            carl = Principal(name="carl", role=Role.CLIENT, databases=frozenset({"rls"}), pg_role=limited)
+            [shown] = await gw.templates("rls", principal=carl)
+            assert shown["starter"] is None and "default" not in shown["parameters"][0]
+            dba_view = await gw.template("count_in_status")
+            assert dba_view["parameters"][0]["default"] == "shipped"
             # Asked in words, the unreadable template is not a candidate (and there is no LLM to fall back to).
             with pytest.raises(errors.LLMNotConfigured):
                 await gw.ask(gw.question("rls", "How many orders are shipped?", principal=bob))
