@@ -400,6 +400,11 @@ from gateway.store import examples_cli  # noqa: E402
 examples_cli.load = _settings
 app.add_typer(examples_cli.app, name="examples")
 
+from gateway import templates_cli  # noqa: E402
+
+templates_cli.load = _settings
+app.add_typer(templates_cli.app, name="templates")
+
 
 def main() -> None:
     app()

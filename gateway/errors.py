@@ -263,6 +263,30 @@ class ExampleAlreadyReviewed(GatewayError):
     code, status, title = "example_already_reviewed", 409, "The example was already reviewed"
 
 
+class UnknownTemplate(NotFound):
+    """No template by that name that this caller may use (another database's, or one reading what the
+    caller may not read, answers the same: a key learns nothing about templates outside its reach)."""
+
+    code, title = "unknown_template", "Unknown template"
+
+
+class TemplateInvalid(GatewayError):
+    """A template definition the gateway cannot use; ``detail`` says what to change."""
+
+    code, status, title = "template_invalid", 422, "The template definition is not valid"
+
+
+class TemplateExists(GatewayError):
+    code, status, title = "template_exists", 409, "A template with this name exists"
+
+
+class TemplateValueInvalid(GatewayError):
+    """A template parameter's value its column cannot hold (or does not hold, for a text column with known
+    values); ``extra['suggestions']`` lists the closest values the caller may read."""
+
+    code, status, title = "template_value_invalid", 422, "Parameter value outside the column's domain"
+
+
 class UnknownGuidelineVersion(NotFound):
     code, title = "unknown_guideline_version", "Unknown guideline version"
 

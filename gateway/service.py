@@ -30,8 +30,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gateway import __version__, masking, row_policy, safety
-from gateway.auth import ANONYMOUS, Authenticator, Principal, scopes
+from gateway import __version__, errors, masking, promote, row_policy, safety
+from gateway.auth import ANONYMOUS, Authenticator, Principal, Role, scopes
 from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
@@ -48,6 +48,11 @@ from gateway.magic.wiring import open_feedback_store
 from gateway.observability.logging import get_logger
 from gateway.ownership import Owner, owner_of, reviews
 from gateway.pipeline import Answer, Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
+from gateway.pipeline.loop import ask_template
+from gateway.pipeline.trusted import checked_values
+from gateway.pipeline.trusted import domain as trusted_domain
+from gateway.pipeline.trusted import forget as forget_templates
+from gateway.pipeline.trusted import templates_of as trusted_templates
 from gateway.pipeline.verified import OnAttempt
 from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
@@ -55,7 +60,10 @@ from gateway.rules.last_good import default_state_dir
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.store import guidelines
+from gateway.store import templates as templates_store
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
+from gateway.store.pool import store_faults
+from gateway.templates import match_question
 
 __all__ = ["Gateway"]
 
@@ -263,13 +271,16 @@ class Gateway:
         its owner (:meth:`owner`: the end user, else the API key; without either, ``client``, an
         ``X-Client-Id``-like name, or ``anonymous``): only the owner may give feedback on it or continue its
         conversation (``conversation_id``; without it the answer starts a new one). Fails with
-        ``llm_not_configured`` up front when no LLM can answer (unless verified examples may).
+        ``llm_not_configured`` up front when no LLM can answer (unless verified examples or templates may).
         """
         self.check_scope(principal, Operation.ASK)
         principal.check_database(database)
         state = self.state
         state.ruleset(database)  # rules_unavailable now, not once a stream has begun
-        if not state.settings.store.exact_match_answers:
+        # Without an LLM, verified examples (store.exact_match_answers) or templates may still answer: the
+        # question then fails with llm_not_configured only once neither did.
+        if not (state.settings.store.exact_match_answers
+                or (state.settings.templates.answer_questions and state.store is not None)):
             llm_for(state, state.target(database))
         owner = owner_of(principal, client)
         return Question(database, question, evidence, max_rows, request_id or secrets.token_hex(16),
@@ -345,6 +356,109 @@ class Gateway:
         """Activate ``version``, or the scope's previously active version (``database``; None: global), without
         the gate."""
         return await lifecycle.rollback(self.state, store_of(self.state.store), version, database=database, actor=actor)
+
+    # --- trusted answers: templates (gateway.templates, gateway.promote) ---------------------------------
+
+    async def create_template(self, database: str, name: str, *, sql: str | None = None,
+                              parameters: Sequence[dict[str, Any]] = (), questions: Sequence[str] = (),
+                              description: str = "", example_id: int | None = None,
+                              principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """Promote a verified example (``example_id``, approved) or a DBA's SQL to a template; committed before
+        it returns. ``parameters``: ``[{"name", "column": "table.column", "default"}]``, ``$k`` in ``sql`` is
+        the k-th; ``questions``: example questions with ``{name}`` slots (or spelling the defaults). Needs a dba
+        or admin; raises ``template_invalid`` (what to change), ``template_value_invalid`` (a default),
+        ``template_exists``, ``unknown_example``, ``forbidden``."""
+        self.check_scope(principal, Operation.QUERY)
+        principal.check_role(Role.DBA)
+        principal.check_database(database)
+        state = self.state
+        state.ruleset(database)
+        q = Question(database, name, request_id=secrets.token_hex(16), role=principal.pg_role,
+                     claims=principal.claims)
+        return await promote.create(state, store_of(state.store), q, name=name, sql=sql,
+                                    parameters=[dict(p) for p in parameters], questions=list(questions),
+                                    description=description, example_id=example_id,
+                                    created_by=owner_of(principal).id if principal.user or principal.key_id
+                                    else principal.name, may_use=principal.may_use)
+
+    async def templates(self, database: str | None = None, *,
+                        principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        """The templates of ``database`` (all the principal may use without), by name: only those reading
+        nothing the principal may not read. A dba or admin also sees who made them and when; a caller under a
+        row policy sees no default values (they may spell another tenant's)."""
+        self.check_scope(principal, Operation.SCHEMA)
+        if database is not None:
+            principal.check_database(database)
+            self.state.target(database)
+        names = [database] if database is not None else [n for n in self.state.targets.by_name if principal.may_use(n)]
+        return await promote.listing(self.state, store_of(self.state.store), names, role=principal.pg_role,
+                                     claims=principal.claims, full=principal.role.allows(Role.DBA))
+
+    async def template(self, name: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """One template as :meth:`templates` shows it; ``unknown_template`` when the principal may not use it."""
+        self.check_scope(principal, Operation.SCHEMA)
+        template, row, dom = await promote.available(self.state, store_of(self.state.store), name,
+                                                     may_use=principal.may_use, role=principal.pg_role,
+                                                     claims=principal.claims)
+        return promote.view(template, dom, full=principal.role.allows(Role.DBA), saved=row,
+                            claims=bool(principal.claims))
+
+    async def delete_template(self, name: str, *, principal: Principal = ANONYMOUS) -> None:
+        """Delete a template (a dba or admin of its database); ``unknown_template`` when there is none."""
+        self.check_scope(principal, Operation.QUERY)
+        principal.check_role(Role.DBA)
+        store = store_of(self.state.store)
+        with store_faults("the template was not deleted"):
+            row = await templates_store.get(store.pool, name)
+            if row is None or not principal.may_use(row.database):
+                raise errors.UnknownTemplate(f"there is no template {name!r}", template=name)
+            async with store.transaction() as conn:
+                await templates_store.delete(conn, name)
+        forget_templates(self.state)
+
+    async def run_template(self, name: str, values: dict[str, str] | None = None, *, max_rows: int | None = None,
+                           request_id: str | None = None, principal: Principal = ANONYMOUS,
+                           client: str | None = None, on_attempt: OnAttempt | None = None) -> Answer:
+        """Answer with template ``name`` and ``values`` (its defaults for the rest), as the principal: its
+        Postgres role and row policy apply, values are checked against its view of each column and bound as
+        parameters. The answer is labelled ``trusted`` and audited (feedback may name its request id). Raises
+        ``unknown_template``, ``template_value_invalid`` (with ``suggestions``), ``invalid_request``."""
+        self.check_scope(principal, Operation.ASK)
+        state = self.state
+        template, _, dom = await promote.available(state, store_of(state.store), name, may_use=principal.may_use,
+                                                   role=principal.pg_role, claims=principal.claims)
+        checked = checked_values(template, values or {}, dom)
+        owner = owner_of(principal, client)
+        q = Question(template.database, template.question(checked), None, max_rows,
+                     request_id or secrets.token_hex(16), role=principal.pg_role, client=owner.id,
+                     end_user=owner.end_user, via=owner.via, claims=principal.claims)
+        answer = await ask_template(state, q, template, checked, on_attempt)
+        await audit_answer(state.store, answer, q)
+        return answer
+
+    async def template_suggestions(self, database: str | None = None, *, limit: int = 50,
+                                   principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        """Questions asked at least ``templates.suggest_min_asked`` times whose answers were marked correct or
+        approved, with their counts, most asked first, leaving out those a template already answers: for a
+        dba or admin to promote."""
+        self.check_scope(principal, Operation.SCHEMA)
+        principal.check_role(Role.DBA)
+        if database is not None:
+            principal.check_database(database)
+        state = self.state
+        names = [database] if database is not None else [n for n in state.targets.by_name if principal.may_use(n)]
+        with store_faults("the suggestions could not be read"):
+            found = await templates_store.suggestions(store_of(state.store).pool, names,
+                                                      min_count=state.settings.templates.suggest_min_asked,
+                                                      limit=limit * 2)
+        out: list[dict[str, Any]] = []
+        for suggestion in found:
+            dom = await trusted_domain(state, suggestion.database, principal.pg_role, principal.claims)
+            known = await trusted_templates(state, suggestion.database)
+            if match_question(suggestion.question, [t for t in known if dom.available(t)], dom.known,
+                              dom.columns) is None:
+                out.append(suggestion.as_dict())
+        return out[:limit]
 
     # --- health -----------------------------------------------------------------------------------------
 

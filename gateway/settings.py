@@ -237,6 +237,22 @@ class StoreSettings(BaseModel):
     )
 
 
+class TemplatesSettings(BaseModel):
+    """Trusted answers: DBA templates (gateway.templates) answering the questions that match them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer_questions: bool = Field(
+        default=True, description="Answer a question that matches exactly one template (its words, with valid "
+        "parameter values in the slots) with that template, without the LLM; the answer is labelled `trusted`.")
+    mcp_tools: bool = Field(
+        default=False, description="Offer each template as an MCP tool (`template_<name>`, the opt-in "
+        "`templates` tool group); the MCP prompts list templates' questions either way.")
+    suggest_min_asked: int = Field(
+        default=2, ge=1, description="Suggest a question as a template once it was asked this many times and "
+        "at least one answer to it was marked correct or approved (`GET /v1/templates/suggestions`).")
+
+
 class MagicSettings(BaseModel):
     """MAGIC guideline regeneration from the store's corrections (see gateway/magic)."""
 
@@ -569,6 +585,7 @@ class Settings(BaseSettings):
     databases: dict[str, DatabaseSettings] = Field(default_factory=dict, description="Named target databases.")
     server: ServerSettings = Field(default_factory=ServerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    templates: TemplatesSettings = Field(default_factory=TemplatesSettings)
     magic: MagicSettings = Field(default_factory=MagicSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)

@@ -134,6 +134,7 @@ def test_pipeline_stages_live_in_one_package_in_order() -> None:
 # Orchestrators run a whole question (or a MAGIC / eval run) and hold the state; everything else takes the
 # parts it uses, so that its dependencies are visible in its signature and its tests need only those.
 ORCHESTRATORS = {"pipeline/loop.py", "pipeline/verified.py", "pipeline/stream.py",
+                 "pipeline/trusted.py",  # as verified.py: the store, the schema views, the tally
                  "pipeline/conversation.py",  # wraps the loop: opens the thread, records the turn
                  "rules/grants.py"}  # report_privileges keeps its report on the state for /readyz
 

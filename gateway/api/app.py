@@ -30,6 +30,7 @@ from gateway.api import (
     routes_resource,
     routes_rules,
     routes_sql,
+    routes_templates,
 )
 from gateway.api.fastpath import FastRoutes
 from gateway.api.limits import rate_limit
@@ -150,6 +151,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_feedback.router)
     app.include_router(routes_guidelines.router)
     app.include_router(routes_examples.router)
+    app.include_router(routes_templates.router)
     app.include_router(routes_health.router)
     app.include_router(routes_access.router)
     app.include_router(routes_resource.router)  # OAuth metadata for MCP connectors ([auth.oidc])

@@ -193,6 +193,10 @@ class AskResponse(BaseModel):
                                         "send it with the next question to follow up. Null without a store.")
     clarification: ClarificationOut | None = Field(default=None, description="With `needs_clarification`: "
                                                    "what to ask the user.")
+    trusted: dict[str, Any] | None = Field(default=None, description="Only when a DBA's template answered "
+                                           "(source `template`, no LLM): `template` (its name), `parameters` "
+                                           "(the values bound) and `run` (the route to re-run it with other "
+                                           "values).")
 
 
 class FeedbackRequest(RequestBody):
@@ -399,3 +403,75 @@ class RulesResponse(BaseModel):
                                            "against the live schema now (without `--role`).")
     privileges: list[str] = Field(description="What the gateway's role may do beyond the rules, from the last "
                                   "privilege check (empty when clean or not checked).")
+
+
+# --- trusted answers: templates ---------------------------------------------------------------------------
+
+class TemplateParameterIn(RequestBody):
+    name: str = Field(min_length=1, max_length=63, description="The `{name}` slot in the example questions.")
+    column: str = Field(min_length=3, max_length=300, description="The column its values come from: "
+                        "`table.column` (`schema.table.column` outside public).")
+    type: Literal["text", "integer", "number", "boolean"] | None = Field(
+        default=None, description="Must agree with the column's type when given (it is taken from it).")
+    default: str | int | float | bool | None = Field(default=None, description="A valid value: it fills the "
+                                                     "starter question and the trial run.")
+
+
+class TemplateCreate(RequestBody):
+    database: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=63, description="Lower-case letters, digits and _.")
+    sql: str | None = Field(default=None, min_length=1, max_length=100_000,
+                            description="The SQL with `$1 .. $n` (default: the example's, which then needs none).")
+    parameters: list[TemplateParameterIn] = Field(default_factory=list, max_length=10)
+    questions: list[str] = Field(default_factory=list, max_length=20, description="Example questions with "
+                                 "`{name}` slots (or spelling each default); default: the example's question.")
+    description: str = Field(default="", max_length=2000)
+    example_id: int | None = Field(default=None, ge=1, le=2**63 - 1, description="The approved example promoted.")
+
+
+class TemplateParameterOut(BaseModel):
+    name: str
+    column: str
+    type: str
+    default: str | None = Field(default=None, description="Absent for a caller under a row policy.")
+    values: list[str] | None = Field(default=None, description="Known values of a low-cardinality text column, "
+                                     "as the caller may read them.")
+
+
+class TemplateOut(BaseModel):
+    name: str
+    database: str
+    description: str
+    sql: str
+    questions: list[str] = Field(description="Example questions with `{name}` slots.")
+    parameters: list[TemplateParameterOut]
+    uses: int = Field(description="Answers the template gave (asked or run).")
+    starter: str | None = Field(description="The first question with the defaults filled in.")
+    created_by: str | None = None
+    created_at: str | None = None
+    example_id: int | None = None
+    last_used_at: str | None = None
+
+
+class TemplateList(BaseModel):
+    templates: list[TemplateOut]
+
+
+class TemplateRun(RequestBody):
+    parameters: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=10,
+                                                            description="Values by parameter name.")
+    max_rows: int | None = Field(default=None, ge=1, description="A lower row cap.")
+
+
+class TemplateSuggestion(BaseModel):
+    database: str
+    question: str
+    sql: str
+    asked: int = Field(description="Answers audited for this question (case, spacing and end punctuation aside).")
+    confirmed: int = Field(description="Of them, marked correct by their owner.")
+    approved: int = Field(description="Approved examples with this question.")
+    example_id: int | None = Field(description="The latest approved example, to promote.")
+
+
+class TemplateSuggestions(BaseModel):
+    suggestions: list[TemplateSuggestion]

@@ -33,6 +33,8 @@ ROUTE_ROLES: dict[str, Role] = {
     "/v1/whoami": Role.CLIENT,  # a key learns its own role and databases, nothing about others
     "/v1/guidelines*": Role.DBA,
     "/v1/examples*": Role.DBA,  # reviewing what clients teach (gateway.review)
+    # Listing and running are for every key; Gateway refuses creating, deleting and suggestions below dba.
+    "/v1/templates*": Role.CLIENT,
 }
 
 class _DeclaredBearer(HTTPBearer):

@@ -177,7 +177,9 @@ ASK_OUT = _object(
     stop_reason=_STR, guideline_version=_NSTR, request_id=_NSTR, note=_STR,
     clarification={"type": ["object", "null"], "description": "With needs_clarification: the question to put "
                    "to the user and its options (a client with elicitation gets it asked instead).",
-                   "properties": {"question": _STR, "options": {"type": "array", "items": _STR}}})
+                   "properties": {"question": _STR, "options": {"type": "array", "items": _STR}}},
+    trusted={"type": ["object", "null"], "description": "Set when a DBA's template answered (no LLM): template, "
+             "parameters, run."})
 FEEDBACK_OUT = _object(["feedback_id", "request_id", "verdict", "created"], feedback_id=_INT, request_id=_STR,
                        client_id=_STR, verdict=_STR, correction_id={"type": ["integer", "null"]},
                        example_id={"type": ["integer", "null"]}, example_status=_NSTR, created_at=_STR,
@@ -280,7 +282,7 @@ def _payload(data: dict[str, Any]) -> dict[str, Any]:
                                 "findings", "stop_reason", "guideline_version", "request_id", "clarification")},
         "attempts": [{"n": a["n"], "source": a["source"], "sql": a["sql"], "passed": a["passed"],
                       "codes": list(dict.fromkeys(f["code"] for f in a["findings"]))} for a in data["attempts"]],
-        "note": DATA_NOTE,
+        "trusted": data.get("trusted"), "note": DATA_NOTE,
     }
 
 

@@ -37,11 +37,14 @@ from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.reflect import guideline_applies, reflect
 from gateway.pipeline.respond import Answer, Attempt, Source, choose, clarifying_answer, status_of
 from gateway.pipeline.tally import log_attempt
+from gateway.pipeline.trusted import answer_trusted
+from gateway.pipeline.trusted import run as run_template
 from gateway.pipeline.validate import Finding, triggers, validate
 from gateway.pipeline.verified import OnAttempt, answer_verified, offline_answers_only
 from gateway.rules import RuleSet
 from gateway.settings import AskPolicy
 from gateway.state import GatewayState
+from gateway.templates import Template
 
 log = get_logger(__name__)
 
@@ -72,8 +75,10 @@ class _Run:
     ruleset: RuleSet
     hidden: list[str]  # names masked in whatever a finding shows
 
-    async def check_and_run(self, sql: str, timings: dict[str, float]) -> tuple[list[Finding], QueryResult | None]:
-        """check -> execute -> validate for one SQL text; ``timings`` gets each stage's share."""
+    async def check_and_run(self, sql: str, timings: dict[str, float],
+                            args: tuple[str, ...] = ()) -> tuple[list[Finding], QueryResult | None]:
+        """check -> execute -> validate for one SQL text; ``timings`` gets each stage's share. ``args``: the
+        values of the text's own ``$1 ...`` (a template's parameters, never spliced into the text)."""
         started = time.perf_counter()
         refused = check(lambda text: check_sql(self.state, text, self.q.database), sql, self.hidden)
         run = None
@@ -81,13 +86,13 @@ class _Run:
             # The attempt shows the SQL as the model wrote it; what runs is its row-filtered rewrite, checked
             # again (gateway.row_policy). A missing claim fails the question: no other SQL could run either.
             run = await row_policy.filtered(self.state, self.q.database, sql, self.q.claims,
-                                            check_sql(self.state, sql, self.q.database))
+                                            check_sql(self.state, sql, self.q.database), bound=args)
             refused = check(lambda _text: run.verdict, run.sql, self.hidden)  # type: ignore[union-attr]
         timings["check_ms"] = (time.perf_counter() - started) * 1000
         if refused is not None:
             return [refused], None  # never run
         outcome = await execute(self.target, run.sql if run else sql, max_rows=self.q.max_rows, role=self.q.role,
-                                hidden=self.hidden, claims=self.q.claims, args=run.args if run else ())
+                                hidden=self.hidden, claims=self.q.claims, args=run.args if run else args)
         if isinstance(outcome, Finding):
             return [outcome], None
         timings["db_ms"] = outcome.timings.get("db_ms", 0.0)
@@ -108,7 +113,13 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     rules = state.ruleset(q.database)
     policy_now = state.policy(q.database)
     hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
-    if state.settings.store.exact_match_answers and not earlier.prompt:  # a follow-up's words mean nothing alone
+    if not earlier.prompt:  # a follow-up's words mean nothing alone
+        offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
+        # A DBA's template first: its answer is labelled trusted (gateway.pipeline.trusted).
+        trusted = await answer_trusted(state, q, policy, on_attempt, offline.check_and_run)
+        if trusted is not None:
+            return trusted
+    if state.settings.store.exact_match_answers and not earlier.prompt:
         offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
         verified = await answer_verified(state, q, policy, on_attempt, offline.check_and_run)
         if verified is not None:
@@ -242,6 +253,20 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     )
     state.tally.count(q.database, answer.status, attempts, chosen, first=history[0])
     return answer
+
+
+async def ask_template(state: GatewayState, q: Question, template: Template, values: dict[str, str],
+                       on_attempt: OnAttempt | None = None) -> Answer:
+    """Run ``template`` with checked ``values`` for ``q`` (its caller's role and row policy), as a question
+    answered by it would be: the ``POST /v1/templates/{name}/run`` answer."""
+    target = state.target(q.database)
+    policy = target.settings.ask
+    deadline = time.monotonic() + min(policy.time_budget_s, state.settings.server.request_timeout_s)
+    rules = state.ruleset(q.database)
+    policy_now = state.policy(q.database)
+    hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
+    runner = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
+    return await run_template(state, q, template, values, policy, on_attempt, runner.check_and_run)
 
 
 async def _evaluate(run: _Run, n: int, source: Source, drafted: Drafted, began: float, *,

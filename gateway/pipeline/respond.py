@@ -30,7 +30,7 @@ from gateway.pipeline.clarify import Clarification
 from gateway.pipeline.generate import normalize_sql
 from gateway.pipeline.question import Question
 
-Source = Literal["generation", "candidate", "reflection", "verified_example"]
+Source = Literal["generation", "candidate", "reflection", "verified_example", "template"]
 Status = Literal["ok", "suspicious", "failed", "blocked", "needs_clarification"]
 
 
@@ -112,6 +112,8 @@ class Answer:
     candidates: dict[str, Any] | None = None  # with ask.candidates > 1: the groups and how one was chosen
     clarification: Clarification | None = None  # with status needs_clarification
     conversation_id: str | None = None  # set when the answer is a turn of a conversation
+    # A DBA's template answered (gateway.pipeline.trusted): its name, the parameter values, where to re-run it
+    trusted: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         result = self.chosen.result if self.chosen else None
@@ -134,6 +136,8 @@ class Answer:
         }
         if self.candidates is not None:
             out["candidates"] = self.candidates
+        if self.trusted is not None:
+            out["trusted"] = self.trusted
         return out
 
 

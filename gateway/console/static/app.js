@@ -9,6 +9,7 @@ import * as schema from "./schema.js";
 import * as rules from "./rules.js";
 import * as guideline from "./guideline.js";
 import * as status from "./status.js";
+import * as trusted from "./trusted.js";
 
 const RANK = { client: 1, dba: 2, admin: 3 };
 // Each page and the least role its API calls need (gateway/auth/access.py); Status reads public endpoints.
@@ -16,6 +17,7 @@ const PAGES = {
   ask: { module: ask, role: "client", title: "Ask" },
   schema: { module: schema, role: "dba", title: "Schema" },
   rules: { module: rules, role: "dba", title: "Rules and examples" },
+  trusted: { module: trusted, role: "client", title: "Trusted" },
   guideline: { module: guideline, role: "dba", title: "Guideline" },
   status: { module: status, role: null, title: "Status" },
 };

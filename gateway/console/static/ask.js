@@ -6,6 +6,7 @@ import { clear, h, id, liveRegion, ms } from "./dom.js";
 import { highlight } from "./sql.js";
 import { resultTable } from "./table.js";
 import { chart, chartSpec } from "./chart.js";
+import { starters } from "./trusted.js";
 
 const history = [];  // this tab's questions and answers (kept while the tab is open)
 let databases = null;
@@ -57,6 +58,14 @@ export async function show(root, ctx) {
   }
   dbSelect.append(...databases.map((d) => h("option", { value: d.name }, d.description ? `${d.name} — ${d.description}` : d.name)));
   if (!databases.length) output.append(h("p", { class: "error" }, "This key may not use any database."));
+  // The templates' questions as starters (trusted.js): a click fills in the question.
+  const showStarters = async () => {
+    form.querySelector("#ask-starters")?.remove();
+    const found = dbSelect.value ? await starters(dbSelect.value, (text) => { question.value = text; question.focus(); }) : null;
+    if (found) submit.before(found);
+  };
+  dbSelect.addEventListener("change", showStarters);
+  showStarters();
 
   question.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); } });
   form.addEventListener("submit", async (e) => {
@@ -125,6 +134,7 @@ function renderAnswer(output, item, ctx, say, renderHistory) {
   }
   const a = item.answer;
   section.append(h("p", { class: "answer-head" }, h("span", { class: `badge ${a.status}`, id: "answer-status" }, a.status),
+    a.trusted ? [" ", h("span", { class: "badge trusted", id: "answer-trusted" }, `trusted: ${a.trusted.template}`)] : "",
     ` ${a.row_count} rows${a.truncated ? " (truncated)" : ""} · stopped: ${a.stop_reason || "–"}`,
     a.guideline_version ? ` · guideline ${a.guideline_version}` : "",
     a.conversation_id ? ` · conversation ${a.conversation_id}` : "",
