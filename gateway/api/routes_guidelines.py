@@ -18,6 +18,8 @@ from gateway.api.models import (
     GuidelineList,
     GuidelineSummary,
     RegenerateRequest,
+    RegressionReportOut,
+    RegressionReports,
     RegenerateResponse,
     ResetRequest,
     RollbackRequest,
@@ -28,7 +30,7 @@ from gateway.auth.access import authorize
 from gateway.feedback import store_of
 from gateway.magic import lifecycle
 from gateway.state import GatewayState
-from gateway.store import guidelines
+from gateway.store import guidelines, regressions
 from gateway.store.pool import store_faults
 
 # Every route needs a DBA key (see gateway.auth.access.ROUTE_ROLES); a database's versions also need a key
@@ -120,6 +122,26 @@ async def get_guideline(version: Version, state: GatewayState = Depends(get_stat
     return GuidelineDetail(**found.as_dict())
 
 
+@router.get("/{version}/regressions", response_model=RegressionReports,
+            summary="The version's regression replays, newest first",
+            description="Each replay of the verified set run before an activation of this candidate: what was "
+            "right with the guideline in force and is wrong with the candidate, with a reason per question and "
+            "the SQL before and after; suspect references are flagged and not counted. The newest report comes "
+            "whole, the older ones as summaries.",
+            responses=openapi_responses(errors.UnknownGuidelineVersion, *STORE))
+async def list_regressions(version: Version,
+                           limit: Annotated[int, Query(ge=1, le=100, description="At most this many.")] = 20,
+                           state: GatewayState = Depends(get_state),
+                           principal: Principal = Depends(authorize)) -> RegressionReports:
+    store = store_of(state.store)
+    with store_faults("the reports could not be read"):
+        found = await lifecycle.get(store, version)
+        _check(principal, found.database)
+        reports = await regressions.for_version(store.pool, version, limit=limit)
+    return RegressionReports(reports=[RegressionReportOut(**(r.as_dict() if n == 0 else r.summary()))
+                                      for n, r in enumerate(reports)])
+
+
 @router.post(
     "/regenerate", response_model=RegenerateResponse, summary="Run MAGIC on the pending corrections now",
     description="Runs one regeneration and answers when it is done. With `database`, only that database's "
@@ -181,8 +203,12 @@ async def reset(body: ResetRequest | None = None, state: GatewayState = Depends(
     "on held-out material first and activated only when it is not worse than the guideline it would replace "
     "(`force` skips that): whole questions through the pipeline on held-out verified examples when there are "
     "`magic.gate_question_min_examples` of them, else one reflection per held-out correction; the evaluation "
-    "says which. A version that was active before (a rollback) is activated at once.",
-    responses=openapi_responses(errors.UnknownGuidelineVersion, errors.GuidelineGateFailed,
+    "says which. Before that, the scope's verified set is replayed under both guidelines "
+    "(`magic.replay_regressions`): a question right before and wrong with the candidate refuses it with "
+    "`guideline_regressed`, naming each question, the reason and the SQL before and after (reports: "
+    "`GET /v1/guidelines/{version}/regressions`). A version that was active before (a rollback) is activated at "
+    "once.",
+    responses=openapi_responses(errors.UnknownGuidelineVersion, errors.GuidelineGateFailed, errors.GuidelineRegressed,
                                 errors.LLMNotConfigured, errors.LLMUnavailable, *STORE),
 )
 async def activate(version: Version, body: ActivateRequest | None = None,
