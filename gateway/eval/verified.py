@@ -41,8 +41,10 @@ class VerifiedItem:
 class VerifiedSource(Protocol):
     name: str
 
-    async def items(self, db: Db, databases: Sequence[str], limit: int) -> list[VerifiedItem]:
-        """At most ``limit`` items of ``databases``, most recent first."""
+    async def items(self, db: Db, databases: Sequence[str], limit: int, *,
+                    learnt_from: Sequence[int] = ()) -> list[VerifiedItem]:
+        """At most ``limit`` items of ``databases``, most recent first, none taught by the corrections
+        ``learnt_from`` (a change built from them would be graded on the answers it was written from)."""
         ...
 
 
@@ -51,21 +53,23 @@ class ApprovedExamples:
 
     name = "example"
 
-    async def items(self, db: Db, databases: Sequence[str], limit: int) -> list[VerifiedItem]:
-        found = await examples.held_out(db, list(databases), learnt_from=[], limit=limit)
+    async def items(self, db: Db, databases: Sequence[str], limit: int, *,
+                    learnt_from: Sequence[int] = ()) -> list[VerifiedItem]:
+        found = await examples.held_out(db, list(databases), learnt_from=list(learnt_from), limit=limit)
         return [VerifiedItem(self.name, str(e.id), e.database, e.question, e.sql) for e in found]
 
 
 DEFAULT_SOURCES: tuple[VerifiedSource, ...] = (ApprovedExamples(),)
 
 
-async def load_verified(db: Db, databases: Sequence[str], *, limit: int,
+async def load_verified(db: Db, databases: Sequence[str], *, limit: int, learnt_from: Sequence[int] = (),
                         sources: Sequence[VerifiedSource] = DEFAULT_SOURCES) -> list[VerifiedItem]:
-    """The verified set of ``databases``: every source's items, one per (database, question), at most ``limit``."""
+    """The verified set of ``databases``: every source's items, one per (database, question), at most ``limit``,
+    none taught by the corrections ``learnt_from``."""
     seen: set[tuple[str, str]] = set()
     out: list[VerifiedItem] = []
     for source in sources:
-        for item in await source.items(db, databases, limit):
+        for item in await source.items(db, databases, limit, learnt_from=learnt_from):
             key = (item.database, question_key(item.question))
             if key not in seen and len(out) < limit:
                 seen.add(key)

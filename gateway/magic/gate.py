@@ -100,7 +100,8 @@ async def evaluate(
     """Replay held-out material with the candidate (of scope ``database``, None: global) and the baseline;
     the evaluation to store with the version. ``learnt_from``: the corrections the candidate was built from.
 
-    With ``magic.replay_regressions`` the whole verified set of the scope is replayed first
+    With ``magic.replay_regressions`` the verified set of the scope (less what the candidate learnt from) is
+    replayed first
     (:func:`gateway.eval.replay.replay`): the evaluation then carries ``regressed`` (questions right with the
     baseline and wrong with the candidate; any fails it) and ``regression_report`` (the whole report, for
     the caller to store and drop). The accuracy gate reads the same answers for the held-out examples."""
@@ -111,7 +112,8 @@ async def evaluate(
     needed = settings.gate_question_min_examples
     report: RegressionReport | None = None
     if settings.replay_regressions:
-        verified = await load_verified(store.pool, scope, limit=settings.gate_max_examples)
+        verified = await load_verified(store.pool, scope, limit=settings.gate_max_examples,
+                                       learnt_from=learnt_from or [])
         if verified:
             report = await replay(state, verified, guideline_variant("in force", baseline),
                                   guideline_variant("candidate", Guideline("candidate", candidate_text)),
