@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -38,11 +39,13 @@ from gateway.eval.verified import VerifiedItem
 from gateway.execute import run_query
 from gateway.pipeline import Question, ask
 from gateway.pipeline.tally import Tally
+from gateway.rules import RulesRegistry
 from gateway.settings import DatabaseSettings
 from gateway.state import GatewayState
 from gateway.store.examples import question_key
 
-__all__ = ["Reference", "RegressionReport", "Variant", "guideline_variant", "replay", "settings_variant"]
+__all__ = ["IN_FORCE", "Reference", "RegressionReport", "Variant", "combine", "guideline_variant", "render_report",
+           "replay", "rules_variant", "settings_variant"]
 
 View = Callable[[GatewayState, str], GatewayState]
 
@@ -87,6 +90,30 @@ def settings_variant(label: str, change: Callable[[DatabaseSettings], DatabaseSe
                                                   database: replace(target, settings=change(target.settings))})
         return replace(state, targets=targets)
     return Variant(label, view)
+
+
+def rules_variant(label: str, rules_dir: Path) -> Variant:
+    """The DBA rules read from ``rules_dir`` instead of the configured folder (a rules change under review)."""
+    registry: dict[str, RulesRegistry] = {}
+
+    def view(state: GatewayState, database: str) -> GatewayState:
+        if "rules" not in registry:  # one registry for the whole replay, built on first use
+            modes = {n: t.settings.rules for n, t in state.targets.by_name.items()}
+            registry["rules"] = RulesRegistry(rules_dir, modes=modes)
+        return replace(state, rules=registry["rules"])
+    return Variant(label, view)
+
+
+def combine(label: str, variants: Sequence[Variant]) -> Variant:
+    """Several changes at once, applied in order."""
+    def view(state: GatewayState, database: str) -> GatewayState:
+        for variant in variants:
+            state = variant.view(state, database)
+        return state
+    return Variant(label, view)
+
+
+IN_FORCE = Variant("in force", lambda state, database: state)
 
 
 class _WithoutQuestion:
@@ -250,3 +277,25 @@ async def replay(state: GatewayState, items: Sequence[VerifiedItem], before: Var
 
     found = await asyncio.gather(*(one(i) for i in items))
     return RegressionReport(before.label, after.label, list(found))
+
+
+def render_report(report: dict[str, Any]) -> str:
+    """The report for a terminal: counts, cost, then each regression with its reason and both SQLs."""
+    counts, cost = report["counts"], report["cost"]
+    lines = [f"replayed {counts['replayed']} verified question(s): {report['before']} -> {report['after']}",
+             "  " + ", ".join(f"{k} {v}" for k, v in counts.items() if k != "replayed")]
+    for side in ("before", "after"):
+        c = cost[side]
+        lines.append(f"  {side}: {c['llm_calls']} LLM call(s), {c['prompt_tokens'] + c['completion_tokens']} "
+                     f"token(s), p50 {c['latency_ms_p50'] or 0:.0f} ms, p95 {c['latency_ms_p95'] or 0:.0f} ms")
+    regressions = report["regressions"]
+    lines += ["", f"regressions (right before, wrong now): {len(regressions)}" if regressions
+              else "no regression"]
+    for r in regressions:
+        lines += [f"  [{r['key']}] {r['database']}: {r['question']}", f"    reason: {r['reason']}",
+                  f"    before: {r['before_sql'] or '-'}", f"    after:  {r['after_sql'] or '-'}"]
+    suspects = [i for i in report["items"] if i["verdict"] == "suspect"]
+    if suspects:
+        lines += ["", "suspect references (not counted):"]
+        lines += [f"  [{i['key']}] {i['question']}: {i['suspect']}" for i in suspects]
+    return "\n".join(lines) + "\n"

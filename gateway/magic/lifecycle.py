@@ -88,10 +88,11 @@ async def activate(state: GatewayState, store: Store, version: int, *, force: bo
                 raise errors.GuidelineRegressed(
                     f"version {version} breaks {evaluation['regressed']} verified question(s) right with the "
                     f"guideline in force ({lines}); activate with force to override",
-                    regressions=evaluation["regressions"], report_id=report_id, evaluation=evaluation)
+                    regressions=evaluation["regressions"], report_id=report_id, version=version,
+                    evaluation=evaluation)
             raise errors.GuidelineGateFailed(
                 f"version {version} failed the activation gate: {evaluation['reason']}; activate with force to "
-                "override", evaluation=evaluation, report_id=report_id,
+                "override", evaluation=evaluation, report_id=report_id, version=version,
             )
         detail["gate"] = evaluation["method"]
         if report_id is not None:

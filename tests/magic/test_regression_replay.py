@@ -10,6 +10,9 @@ question with a LIMIT but no ORDER BY with another row."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from gateway.store import examples, guidelines
@@ -131,3 +134,37 @@ async def test_regressions_of_an_unknown_version_are_a_problem(
     async with gateway(settings_for(demo_dsn, fresh_db, llm, tmp_path)) as (http, _):
         missing = await http.get("/v1/guidelines/999/regressions")
     assert missing.status_code == 404 and missing.json()["code"] == "unknown_guideline_version"
+
+
+async def test_the_cli_names_the_regression_refuses_and_forces(
+    demo_dsn: str, fresh_db: str, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    script(llm)
+    settings = settings_for(demo_dsn, fresh_db, llm, tmp_path, gate_question_min_examples=3, gate_threshold=0.5)
+    async with gateway(settings) as (_, state):
+        version = await seed(state)
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'guidelines_dir = "{tmp_path / "guidelines"}"\nrules_dir = "{tmp_path / "rules"}"\n'
+        f'[databases.demo]\ndsn = "{demo_dsn}"\n[store]\ndsn = "{fresh_db}"\n'
+        f'[llm]\nbase_url = "{llm.base_url}"\nmodel = "scripted-model"\nmax_retries = 0\n'
+        '[magic]\nschedule = false\nholdout_every = 0\ngate_question_min_examples = 3\ngate_threshold = 0.5\n'
+        '[auth]\nenabled = false\n')
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NL2SQL_", "OPENAI_"))}
+        return subprocess.run([sys.executable, "-m", "gateway", *args, "--config", str(config)],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+
+    refused = cli("guideline", "activate", str(version))
+    shown = cli("guideline", "regressions", str(version))
+    forced = cli("guideline", "activate", str(version), "--force")
+    assert refused.returncode == 1, refused.stderr
+    assert "\nguideline_regressed: version" in "\n" + refused.stderr  # after the log lines
+    assert (f"  {case(2).question}\n    reason: wrong_values\n    before: {case(2).correct_sql}\n"
+            f"    after:  {case(2).incorrect_sql}") in refused.stderr
+    assert f"nl2sql-gateway guideline regressions v{version}" in refused.stderr
+    assert shown.returncode == 0, shown.stderr
+    assert "regressions (right before, wrong now): 1" in shown.stdout and "reason: wrong_values" in shown.stdout
+    assert "Name one customer id.: nondeterministic" in shown.stdout
+    assert forced.returncode == 0 and f"v{version} is active" in forced.stdout, forced.stderr
