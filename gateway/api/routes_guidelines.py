@@ -18,9 +18,9 @@ from gateway.api.models import (
     GuidelineList,
     GuidelineSummary,
     RegenerateRequest,
+    RegenerateResponse,
     RegressionReportOut,
     RegressionReports,
-    RegenerateResponse,
     ResetRequest,
     RollbackRequest,
 )

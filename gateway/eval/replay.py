@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from gateway import errors
