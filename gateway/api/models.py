@@ -244,7 +244,8 @@ class RegressionReportOut(BaseModel):
     database: str | None = Field(description="The version's scope; null: global.")
     subject: str = Field(description="What was replayed (`guideline v3`).")
     actor: str = Field(description="Who asked for the activation that ran the replay.")
-    regressed: int = Field(description="Verified questions right before and wrong with the change.")
+    regressed: int = Field(description="Verified questions right before and wrong with the change (over the "
+                           "whole replay; `report` lists only those of databases the key may use).")
     passed: bool = Field(description="True when no verified question regressed.")
     counts: dict[str, int] = Field(description="replayed, regressed, fixed, kept, still_wrong, suspect.")
     created_at: str
