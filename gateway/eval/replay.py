@@ -143,11 +143,16 @@ class Reference:
 
 
 async def run_reference(state: GatewayState, item: VerifiedItem) -> Reference:
-    """Run the reference SQL unchecked (like the eval's gold), and say whether it is suspect."""
+    """Run the reference SQL (unchecked beyond the policy, like the eval's gold), and say whether it is suspect.
+
+    A reference the current policy refuses is not run at all: it is suspect, and what it would read (a column
+    hidden since it was approved, say) stays unread."""
     target = state.target(item.database)
     cap = target.settings.limits.max_rows
     ref = Reference(ordered=gold_is_ordered(item.sql), order_key=order_key_columns(item.sql))
-    blocked = policy_refuses(state.policy(item.database), item.sql)
+    if policy_refuses(state.policy(item.database), item.sql):
+        ref.suspect = "reference_blocked"
+        return ref
     tie = False
     try:
         result = await run_query(target, item.sql, max_rows=cap)
@@ -164,7 +169,7 @@ async def run_reference(state: GatewayState, item: VerifiedItem) -> Reference:
         raise
     except errors.GatewayError as exc:
         ref.error = f"{exc.code}: {exc.detail}"
-    ref.suspect = suspect_reason(blocked=blocked, failed=ref.error, rows=ref.rows, sql=item.sql,
+    ref.suspect = suspect_reason(blocked=False, failed=ref.error, rows=ref.rows, sql=item.sql,
                                  tie_across_limit=tie)
     return ref
 

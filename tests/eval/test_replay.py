@@ -107,3 +107,21 @@ async def test_nothing_to_replay_is_a_clear_refusal(demo_dsn: str, fresh_db: str
     (tmp_path / "guidelines").mkdir()
     settings = eval_settings(demo_dsn, llm.base_url, tmp_path / "guidelines", store_dsn=fresh_db)
     assert await replay_session(settings, databases=["demo"], model="other-model", out=io.StringIO()) == 2
+
+
+async def test_a_reference_the_current_policy_blocks_is_suspect_not_a_regression(
+        demo_dsn: str, fresh_db: str, llm: ScriptedLLM, tmp_path: Path) -> None:
+    script(llm)
+    (tmp_path / "guidelines").mkdir()
+    await seed(fresh_db, demo_dsn, llm, tmp_path)
+    rules = tmp_path / "rules-in-force"
+    rules.mkdir()
+    (rules / "demo.yaml").write_text("tables:\n  categories:\n    hidden: true\n")
+    settings = eval_settings(demo_dsn, llm.base_url, tmp_path / "guidelines", store_dsn=fresh_db, rules_dir=rules)
+    out = io.StringIO()
+    status = await replay_session(settings, databases=["demo"], model="other-model", out=out,
+                                  json_path=tmp_path / "report.json")
+    report = json.loads((tmp_path / "report.json").read_text())
+    verdicts = {i["question"]: (i["verdict"], i["suspect"]) for i in report["items"]}
+    assert verdicts["How many product categories are there?"] == ("suspect", "reference_blocked")
+    assert status == 0 and report["regressions"] == [], out.getvalue()
