@@ -15,6 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from gateway import errors
+from gateway.service import Gateway
 from gateway.store import examples, guidelines
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 from tests.ask.helpers import is_generation, is_reflection, sql
@@ -122,6 +126,11 @@ async def test_without_regressions_the_candidate_is_activated_and_the_report_say
         events = (await http.get("/v1/guidelines/events", params={"database": "demo"})).json()["events"]
     assert activated.status_code == 200, activated.text
     assert activated.json()["evaluation"]["regressed"] == 0
+    async with Gateway(settings) as python_api:  # the Python API reads the same reports
+        (found,) = await python_api.regressions(version)
+        with pytest.raises(errors.UnknownGuidelineVersion):
+            await python_api.regressions(version + 100)
+    assert found.passed and found.report["counts"]["kept"] == 3
     assert [(r["passed"], r["counts"]["kept"]) for r in stored] == [(True, 3)]
     assert events[0]["detail"]["regression_report"] == stored[0]["id"]
     # the accuracy gate read the same answers: one generation per question and guideline, no more
