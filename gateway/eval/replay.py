@@ -44,8 +44,8 @@ from gateway.settings import DatabaseSettings
 from gateway.state import GatewayState
 from gateway.store.examples import question_key
 
-__all__ = ["IN_FORCE", "Reference", "RegressionReport", "Variant", "combine", "guideline_variant", "render_report",
-           "replay", "rules_variant", "settings_variant"]
+__all__ = ["IN_FORCE", "Reference", "RegressionReport", "Variant", "WithoutQuestion", "combine", "guideline_variant",
+           "render_report", "replay", "rules_variant", "settings_variant"]
 
 View = Callable[[GatewayState, str], GatewayState]
 
@@ -116,7 +116,7 @@ def combine(label: str, variants: Sequence[Variant]) -> Variant:
 IN_FORCE = Variant("in force", lambda state, database: state)
 
 
-class _WithoutQuestion:
+class WithoutQuestion:
     """The examples source minus the question being replayed (and no exact answers: the LLM must answer)."""
 
     def __init__(self, inner: ExamplesSource, question: str) -> None:
@@ -182,7 +182,7 @@ async def answer_under(state: GatewayState, variant: Variant, item: VerifiedItem
                        ref: Reference, tally: Tally) -> dict[str, Any]:
     """Ask ``item``'s question under ``variant``: status, SQL, whether right, why not, and its cost."""
     view = replace(variant.view(state, item.database), tally=tally,
-                   examples=_WithoutQuestion(state.examples, item.question), corrections=MemoryCorrections(size=1))
+                   examples=WithoutQuestion(state.examples, item.question), corrections=MemoryCorrections(size=1))
     limits = view.target(item.database).settings.limits
     started = time.perf_counter()
     columns: list[str] | None = None

@@ -30,10 +30,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from gateway.context.model import Example, Guideline
-from gateway.context.sources import ExamplesSource, GuidelineSource
+from gateway.context.model import Guideline
+from gateway.context.sources import GuidelineSource
 from gateway.corrections import MemoryCorrections
-from gateway.eval.replay import RegressionReport, guideline_variant, replay
+from gateway.eval.replay import RegressionReport, WithoutQuestion, guideline_variant, replay
 from gateway.eval.verified import load_verified
 from gateway.magic.agents import Agents, extract_sql
 from gateway.magic.cases import CaseBuilder
@@ -43,7 +43,7 @@ from gateway.pipeline.tally import Tally
 from gateway.settings import MagicSettings
 from gateway.state import GatewayState
 from gateway.store import Store, corrections, examples, regressions
-from gateway.store.examples import StoredExample, question_key
+from gateway.store.examples import StoredExample
 from gateway.store.sources import StoreGuidelines
 
 REFLECTION_REPLAY = "reflection_replay"
@@ -69,21 +69,6 @@ class GlobalBaseline:
 
     async def active(self, database: str) -> Guideline:
         return await self.source.global_active(database)
-
-
-class WithoutQuestion:
-    """The examples source minus the question being replayed (and no exact answers: the LLM must answer)."""
-
-    def __init__(self, inner: ExamplesSource, question: str) -> None:
-        self.inner = inner
-        self.key = question_key(question)
-
-    async def similar(self, database: str, question: str, k: int) -> list[Example]:
-        found = await self.inner.similar(database, question, k + 1)
-        return [e for e in found if question_key(e.question) != self.key][:k]
-
-    async def exact(self, database: str, question: str) -> Example | None:
-        return None
 
 
 def baseline_for(state: GatewayState, database: str | None) -> GuidelineSource:
