@@ -18,11 +18,21 @@ from pathlib import Path
 import pytest
 
 from gateway import errors
+from gateway.magic.lifecycle import magic_for
+from gateway.magic.run import regenerate
 from gateway.service import Gateway
-from gateway.store import examples, guidelines
+from gateway.store import examples, guidelines, regressions
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 from tests.ask.helpers import is_generation, is_reflection, sql
-from tests.magic.helpers import GUIDELINE_TAG, case, gateway, guideline_text, settings_for
+from tests.magic.helpers import (
+    GUIDELINE_TAG,
+    MagicScript,
+    add_corrections,
+    case,
+    gateway,
+    guideline_text,
+    settings_for,
+)
 
 ANY_ROW = ("Name one customer id.", "SELECT customer_id FROM customers LIMIT 1",
            "SELECT customer_id FROM customers ORDER BY customer_id DESC LIMIT 1")
@@ -177,3 +187,33 @@ async def test_the_cli_names_the_regression_refuses_and_forces(
     assert "regressions (right before, wrong now): 1" in shown.stdout and "reason: wrong_values" in shown.stdout
     assert "Name one customer id.: nondeterministic" in shown.stdout
     assert forced.returncode == 0 and f"v{version} is active" in forced.stdout, forced.stderr
+
+
+async def test_a_regeneration_run_does_not_activate_a_candidate_that_breaks_a_verified_question(
+    demo_dsn: str, fresh_db: str, llm: ScriptedLLM, tmp_path: Path,
+) -> None:
+    MagicScript(llm)  # the MAGIC team writes a candidate carrying GUIDELINE_TAG
+    regions = ("How many regions are there?", "SELECT count(*) FROM regions", "SELECT count(*) - 1 FROM regions")
+
+    def answer(request: LLMRequest) -> str | None:
+        if is_generation(request):
+            return sql("SELECT count(*) FROM no_such_table")
+        if is_reflection(request) and regions[0] in asked(request):
+            return sql(regions[2] if GUIDELINE_TAG in request.text else regions[1])
+        return None
+    llm.add(answer)
+    settings = settings_for(demo_dsn, fresh_db, llm, tmp_path, auto_activate=True, gate_min_examples=0,
+                            batch_size=2)
+    async with gateway(settings) as (_, state):
+        store = state.store
+        await examples.add(store.pool, database="demo", question=regions[0], sql=regions[1], source="dba",
+                           proposed_by="dba")
+        await add_corrections(store, [1, 2])
+        report = await regenerate(magic_for(state, store), "threshold")
+        stored = await regressions.for_version(store.pool, report.version or 0)
+        active = await guidelines.active(store.pool)
+    assert report.outcome == "rejected" and active is None, report
+    assert report.evaluation is not None and report.evaluation["gate_passed"] is True
+    assert [(r["question"], r["reason"]) for r in report.evaluation["regressions"]] == [(regions[0], "wrong_values")]
+    (kept,) = stored
+    assert kept.actor == f"regeneration run {report.run_id}" and kept.regressed == 1
