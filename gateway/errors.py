@@ -298,6 +298,14 @@ class GuidelineGateFailed(GatewayError):
     code, status, title = "guideline_gate_failed", 409, "Candidate guideline failed the activation gate"
 
 
+class GuidelineRegressed(GatewayError):
+    """The candidate is not worse overall, but a verified question answered right with the guideline in force
+    is answered wrong with it; ``extra['regressions']`` names each (question, reason, SQL before and after),
+    ``extra['report_id']`` the stored report (``GET /v1/guidelines/{version}/regressions``)."""
+
+    code, status, title = "guideline_regressed", 409, "Candidate guideline breaks a verified question"
+
+
 class GuidelineNeverActive(GatewayError):
     """A rollback may only return to a version that was active before (it passed the gate or was forced)."""
 

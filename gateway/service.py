@@ -59,10 +59,11 @@ from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
 from gateway.settings import Settings
 from gateway.state import GatewayState
-from gateway.store import guidelines
+from gateway.store import guidelines, regressions
 from gateway.store import templates as templates_store
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 from gateway.store.pool import store_faults
+from gateway.store.regressions import StoredReport
 from gateway.templates import match_question
 
 __all__ = ["Gateway"]
@@ -347,9 +348,18 @@ class Gateway:
 
     async def activate(self, version: int, *, force: bool = False, actor: str = "python") -> GuidelineVersion:
         """Make ``version`` the active guideline of its scope (its database, or global). A candidate must first
-        pass the activation gate (not worse on held-out verified examples) unless ``force``;
-        ``guideline_gate_failed`` says why it did not."""
+        pass the regression replay (no verified question right before and wrong with it:
+        ``guideline_regressed`` names each) and the activation gate (not worse on held-out verified examples)
+        unless ``force``; ``guideline_gate_failed`` says why it did not."""
         return await lifecycle.activate(self.state, store_of(self.state.store), version, force=force, actor=actor)
+
+    async def regressions(self, version: int, *, limit: int = 20) -> list[StoredReport]:
+        """The regression replays of ``version`` (run before its activations), newest first:
+        ``.report['regressions']`` names each question right before and wrong with it, with the reason and
+        both SQLs; ``unknown_guideline_version`` when there is no such version."""
+        store = store_of(self.state.store)
+        await lifecycle.get(store, version)
+        return await regressions.for_version(store.pool, version, limit=limit)
 
     async def rollback(self, version: int | None = None, *, database: str | None = None,
                        actor: str = "python") -> GuidelineVersion:

@@ -288,6 +288,12 @@ class MagicSettings(BaseModel):
                                             "approved verified examples in the candidate's scope, the gate "
                                             "replays whole questions (generation and reflection) with each "
                                             "guideline; with fewer, one reflection per held-out correction.")
+    replay_regressions: bool = Field(default=True, description="Before a candidate is activated (by a DBA or a "
+                                     "run), replay the scope's verified set (approved examples, at most "
+                                     "gate_max_examples, none the candidate learnt from) under the guideline "
+                                     "in force and under the candidate, and refuse the candidate when a "
+                                     "question right before is wrong with it (`guideline_regressed`; force "
+                                     "overrides). Reports: GET /v1/guidelines/{version}/regressions.")
 
 
 class RateLimit(BaseModel):

@@ -242,6 +242,27 @@ class GuidelineSummary(BaseModel):
     evaluation_passed: bool | None = Field(description="The activation gate's verdict, when evaluated.")
 
 
+class RegressionReportOut(BaseModel):
+    id: int
+    guideline_version: int | None = Field(description="The candidate version the replay judged.")
+    database: str | None = Field(description="The version's scope; null: global.")
+    subject: str = Field(description="What was replayed (`guideline v3`).")
+    actor: str = Field(description="Who asked for the activation that ran the replay.")
+    regressed: int = Field(description="Verified questions right before and wrong with the change (over the "
+                           "whole replay; `report` lists only those of databases the key may use).")
+    passed: bool = Field(description="True when no verified question regressed.")
+    counts: dict[str, int] = Field(description="replayed, regressed, fixed, kept, still_wrong, suspect.")
+    created_at: str
+    report: dict[str, Any] | None = Field(default=None, description="The whole report: `regressions` (question, "
+                                          "reason, before_sql, after_sql), `items` (each verified question: "
+                                          "`verdict`, `suspect`, `before` and `after` with status, SQL, reason, "
+                                          "LLM calls, tokens, latency) and `cost` per side.")
+
+
+class RegressionReports(BaseModel):
+    reports: list[RegressionReportOut] = Field(description="Newest first; the first carries the whole report.")
+
+
 class GuidelineInForce(BaseModel):
     database: str | None = Field(description="The database asked about; null: a database without its own "
                                  "version.")

@@ -31,7 +31,8 @@ class _RunByDefault(TyperGroup):
 eval_app = typer.Typer(
     cls=_RunByDefault, no_args_is_help=True, add_completion=False,
     help="Measure accuracy: run a question set through the pipeline and score execution accuracy (EX). "
-         "`eval QUESTIONS.jsonl` runs it; `eval compare A B` compares two runs; `eval report RUN` rebuilds a report.",
+         "`eval QUESTIONS.jsonl` runs it; `eval compare A B` compares two runs; `eval report RUN` rebuilds a report; "
+         "`eval replay` replays the verified set under a change (guideline, model, rules) and lists regressions.",
 )
 
 RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds one sub-folder per run.")]
@@ -188,3 +189,33 @@ def report_command(
     write_report(folder)
     typer.echo(str(folder.report_dir / "report.md"))
     raise typer.Exit(_without_charts(0))
+
+
+@eval_app.command("replay")
+def replay_command(
+    config: Annotated[Path | None, typer.Option("--config", "-c", exists=True, dir_okay=False,
+                                                   envvar="NL2SQL_CONFIG", help="TOML config file.")] = None,
+    database: Annotated[list[str] | None, typer.Option("--database", "-d", help="Only this database's verified "
+                                                       "examples (repeatable); default: every configured one.")] = None,
+    guideline: Annotated[str | None, typer.Option(help="A stored guideline version (vN) to use instead of the one "
+                                                  "in force.")] = None,
+    model: Annotated[str | None, typer.Option(help="Another LLM model for the questions (ask.model).")] = None,
+    rules_dir: Annotated[Path | None, typer.Option(exists=True, file_okay=False, help="Read the DBA rules from "
+                                                   "this folder instead of rules_dir.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many verified questions.")] = 200,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions replayed at once.")] = 2,
+    out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False, help="Also write the report as "
+                                             "JSON here.")] = None,
+) -> None:
+    """Replay the verified set (approved examples) under the configuration in force and under a change; print
+    what was right before and is wrong now, with a reason per question, cost and latency.
+
+    The report is stored (console: Guideline, Regressions). Exit status 1 when a question regressed, 2 when it
+    cannot start.
+    """
+    from gateway.eval.replay_session import replay_session
+
+    settings = _load_settings(config)
+    status = asyncio.run(replay_session(settings, databases=_split(database, ()), guideline=guideline, model=model,
+                                        rules_dir=rules_dir, limit=limit, concurrency=concurrency, json_path=out))
+    raise typer.Exit(status)

@@ -93,6 +93,11 @@ def summary_table(report: dict[str, Any]) -> str:
                      f"{pct(s.get('ex_bird')):>7} {pct(s['first_pass_ex']):>7} {s['fixed']:>6} {s['broken']:>7} "
                      f"{pct(alarms):>7} {s['llm_calls_per_question'] or 0:>8.2f} "
                      f"{s['tokens_per_question'] or 0:>9.0f} {s['latency_ms_p50'] or 0:>8.0f}")
+    wrong = [(s["name"], s.get("reasons") or {}) for s in report["scenarios"]]
+    if any(reasons for _, reasons in wrong):
+        lines += ["", "wrong answers by reason:"]
+        lines += [f"{name:<24} " + ", ".join(f"{k} {v}" for k, v in reasons.items()) for name, reasons in wrong
+                  if reasons]
     findings = report.get("findings") or {}
     if findings.get("attempts"):
         lines += ["", f"finding codes over {findings['attempts']} distinct attempts ({findings['correct']} right, "

@@ -8,6 +8,7 @@ import * as ask from "./ask.js";
 import * as schema from "./schema.js";
 import * as rules from "./rules.js";
 import * as guideline from "./guideline.js";
+import * as regressions from "./regressions.js";
 import * as status from "./status.js";
 import * as trusted from "./trusted.js";
 
@@ -19,6 +20,7 @@ const PAGES = {
   rules: { module: rules, role: "dba", title: "Rules and examples" },
   trusted: { module: trusted, role: "client", title: "Trusted" },
   guideline: { module: guideline, role: "dba", title: "Guideline" },
+  regressions: { module: regressions, role: "dba", title: "Regressions" },  // #regressions/<version>, from Guideline
   status: { module: status, role: null, title: "Status" },
 };
 
@@ -86,21 +88,24 @@ async function signOut() {
 
 function route() {
   if (!me) return;
-  let name = location.hash.slice(1) || "ask";
+  // "#page" or "#page/param" (a page about one thing, such as #regressions/3)
+  let [name, param] = (location.hash.slice(1) || "ask").split("/", 2);
   if (!PAGES[name]) name = "ask";
   if (!allowed(name)) {
+    const asked = name;
     name = Object.keys(PAGES).find(allowed);
-    notice(`That page needs a ${PAGES[location.hash.slice(1)]?.role || "different"} key; your key's role is ${me.role}.`);
+    param = undefined;
+    notice(`That page needs a ${PAGES[asked]?.role || "different"} key; your key's role is ${me.role}.`);
   } else notice("");
   if (current && current.leave) current.leave();
   for (const link of document.querySelectorAll("#nav a")) {
-    if (link.dataset.page === name) link.setAttribute("aria-current", "page");
+    if (link.dataset.page === name || (name === "regressions" && link.dataset.page === "guideline")) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
   document.title = `${PAGES[name].title} · nl2sql-gateway console`;
   const page = clear($("#page"));
   current = PAGES[name].module;
-  current.show(page, { me, notice, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
+  current.show(page, { me, notice, param, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
                                                                           : "Your sign-in was refused; sign in again.") });
 }
 

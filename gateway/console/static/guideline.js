@@ -1,5 +1,6 @@
 // Guideline (dba): versions with status, text, a diff between any two, provenance, the gate's evaluation;
-// regenerate, activate, roll back (activating a version that was active before).
+// regenerate, activate, roll back (activating a version that was active before); each version links to its
+// Regressions view (regressions.js).
 
 import { get, post } from "./api.js";
 import { clear, h, liveRegion } from "./dom.js";
@@ -86,12 +87,19 @@ export async function show(root, ctx) {
         const r = await post(`../v1/guidelines/${v.version}/activate`, { force: force.checked });
         live.textContent = `Version ${r.version} is ${r.status}.`;
         await load(v.version);
-      } catch (e) { live.textContent = e.message; activate.disabled = false; }
+      } catch (e) {
+        live.textContent = e.message;
+        activate.disabled = false;
+        if (e.code === "guideline_regressed" || e.problem?.report_id) {  // the replay's report names each question
+          live.append(" ", h("a", { href: `#regressions/${v.version}`, id: "gl-regressions-refused" }, "See the regressions"));
+        }
+      }
     } }, rollback ? `Roll back to version ${v.version}` : `Activate version ${v.version}`);
     clear(detail).append(
       h("p", {}, h("strong", {}, `Version ${v.version}`), " ", h("span", { class: `badge ${v.status}`, id: "gl-status" }, v.status),
         v.parent ? ` · from version ${v.parent}` : "", v.activated_at ? ` · activated ${v.activated_at.replace("T", " ").slice(0, 19)}` : ""),
-      h("div", { class: "toolbar" }, activate, force, h("label", { for: "gl-force" }, "Skip the gate (force)")),
+      h("div", { class: "toolbar" }, activate, force, h("label", { for: "gl-force" }, "Skip the gate (force)"),
+        h("a", { href: `#regressions/${v.version}`, id: "gl-regressions" }, `Regressions of version ${v.version}`)),
       h("h3", {}, "Text"), h("pre", { class: "guideline-text", tabindex: "0" }, v.text),
       h("h3", {}, "Provenance"), keyValues(v.provenance),
       h("h3", {}, "Gate evaluation"), v.evaluation ? keyValues(v.evaluation) : h("p", {}, "Not evaluated."));
