@@ -2,8 +2,8 @@
 
 Each kind of pair comes from a :class:`VerifiedSource`; :func:`load_verified` asks every source it is given
 and merges their items (one per database and question, the first source winning). Approved verified
-examples are the source today (:class:`ApprovedExamples`); trusted templates become one more source with
-the same two methods, without touching the replay.
+examples (:class:`ApprovedExamples`) come first, then trusted templates (:class:`Templates`: each asked in its
+first example question with its default values, the reference being its SQL with those values written in).
 """
 
 from __future__ import annotations
@@ -12,11 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pglast import parser as pg
+
 from gateway.store import examples
+from gateway.store import templates as templates_store
 from gateway.store.examples import question_key
 from gateway.store.pool import Db
+from gateway.templates import Template
 
-__all__ = ["ApprovedExamples", "VerifiedItem", "VerifiedSource", "load_verified"]
+__all__ = ["ApprovedExamples", "Templates", "VerifiedItem", "VerifiedSource", "inline_values", "load_verified"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +63,49 @@ class ApprovedExamples:
         return [VerifiedItem(self.name, str(e.id), e.database, e.question, e.sql) for e in found]
 
 
-DEFAULT_SOURCES: tuple[VerifiedSource, ...] = (ApprovedExamples(),)
+def inline_values(sql: str, values: Sequence[str]) -> str:
+    """``sql`` with each ``$k`` replaced by ``values[k-1]`` as a string literal, found by Postgres's own scanner
+    (a ``$1`` inside a string or comment is not a parameter). An untyped literal is inferred by Postgres as
+    the driver's text parameter is, so the reference reads what the template's run binds.
+
+    >>> inline_values("SELECT count(*) FROM t WHERE s = $1 AND note <> '$1'", ["it's"])
+    "SELECT count(*) FROM t WHERE s = 'it''s' AND note <> '$1'"
+    """
+    out, done = [], 0
+    for token in pg.scan(sql):  # character offsets, ends inclusive
+        if token.name == "PARAM":
+            k = int(sql[token.start + 1:token.end + 1])
+            out += [sql[done:token.start], "'" + values[k - 1].replace("'", "''") + "'"]
+            done = token.end + 1
+    return "".join(out + [sql[done:]])
+
+
+class Templates:
+    """Trusted templates with a default for every parameter: the question they answer with their defaults.
+
+    A template whose parameters lack a default has no one question to replay and is left out. Templates are
+    answered by their SQL, not the LLM, so a guideline cannot change them; a rules change can (a column now
+    hidden refuses the template), and that is what replaying them catches. They teach no correction, so
+    ``learnt_from`` leaves none out.
+    """
+
+    name = "template"
+
+    async def items(self, db: Db, databases: Sequence[str], limit: int, *,
+                    learnt_from: Sequence[int] = ()) -> list[VerifiedItem]:
+        out: list[VerifiedItem] = []
+        for database in databases:
+            for stored in await templates_store.list_all(db, database):
+                template = Template.of(stored)
+                if any(p.default is None for p in template.parameters):
+                    continue
+                values = {p.name: p.default or "" for p in template.parameters}
+                out.append(VerifiedItem(self.name, template.name, database, template.question(values),
+                                        inline_values(template.sql, template.args(values))))
+        return out[:limit]
+
+
+DEFAULT_SOURCES: tuple[VerifiedSource, ...] = (ApprovedExamples(), Templates())
 
 
 async def load_verified(db: Db, databases: Sequence[str], *, limit: int, learnt_from: Sequence[int] = (),

@@ -104,7 +104,8 @@ async def evaluate(
                                   guideline_variant("candidate", Guideline("candidate", candidate_text)),
                                   concurrency=settings.concurrency)
     if held_out and len(held_out) >= needed:
-        if report is not None and {str(e.id) for e in held_out} <= {i["id"] for i in report.items}:
+        if report is not None and {str(e.id) for e in held_out} <= {i["id"] for i in report.items
+                                                                    if i["source"] == "example"}:
             items, versions = await _from_report(report, held_out, baseline)
         else:
             items, versions = await _replay_questions(state, held_out, candidate_text, baseline, settings)
@@ -136,7 +137,8 @@ async def _from_report(report: RegressionReport, held_out: list[StoredExample], 
     ids = {str(e.id) for e in held_out}
     items, versions = [], set()
     for i in report.items:
-        if i["id"] not in ids or i["suspect"] in ("reference_blocked", "reference_failed"):
+        # templates are replayed for regressions only: the guideline does not answer them, a grade would be free
+        if i["source"] != "example" or i["id"] not in ids or i["suspect"] in ("reference_blocked", "reference_failed"):
             continue
         versions.add((await baseline.active(i["database"])).version)
         items.append({"example_id": int(i["id"]), "database": i["database"], "question": i["question"],

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from gateway.eval.replay_session import REGRESSED, replay_session
-from gateway.store import Store, examples, regressions
+from gateway.eval.verified import load_verified
+from gateway.store import Store, examples, regressions, templates
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 from tests.eval.helpers import eval_settings, is_generation, sql
 
@@ -125,3 +126,40 @@ async def test_a_reference_the_current_policy_blocks_is_suspect_not_a_regression
     verdicts = {i["question"]: (i["verdict"], i["suspect"]) for i in report["items"]}
     assert verdicts["How many product categories are there?"] == ("suspect", "reference_blocked")
     assert status == 0 and report["regressions"] == [], out.getvalue()
+
+
+async def test_a_template_is_replayed_and_a_rules_change_hiding_its_column_is_a_regression(
+        demo_dsn: str, fresh_db: str, llm: ScriptedLLM, tmp_path: Path) -> None:
+    shipped = "SELECT count(*) FROM orders WHERE status = 'shipped'"
+    # Under the new rules the template no longer applies (it reads a hidden column): the LLM answers instead.
+    llm.add(lambda request: sql(shipped) if "How many orders are shipped" in request.last_user
+            and is_generation(request) else None)
+    (tmp_path / "guidelines").mkdir()
+    settings = eval_settings(demo_dsn, llm.base_url, tmp_path / "guidelines", store_dsn=fresh_db)
+    store = await Store.open(settings.store)
+    try:
+        await templates.add(store.pool, name="orders_in_status", database="demo", description="",
+                            sql="SELECT count(*) AS orders FROM orders WHERE status = $1",
+                            parameters=[{"name": "status", "column": "orders.status", "type": "text",
+                                         "default": "shipped"}],
+                            questions=["How many orders are {status}"], example_id=None, created_by="dba")
+        (item,) = await load_verified(store.pool, ["demo"], limit=10)
+    finally:
+        await store.close()
+    # asked as a person would, answered by the reference with the default written in (no LLM involved)
+    assert (item.key, item.question) == ("template:orders_in_status", "How many orders are shipped")
+    assert item.sql == "SELECT count(*) AS orders FROM orders WHERE status = 'shipped'"
+    rules = tmp_path / "new-rules"
+    rules.mkdir()
+    (rules / "demo.yaml").write_text("tables:\n  orders:\n    columns:\n      status: {hidden: true}\n")
+    out = io.StringIO()
+    status = await replay_session(settings, databases=["demo"], rules_dir=rules, out=out,
+                                  json_path=tmp_path / "report.json")
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert status == REGRESSED, out.getvalue()
+    (regression,) = report["regressions"]
+    assert (regression["question"], regression["reason"]) == ("How many orders are shipped", "blocked")
+    # before: the template answered (its SQL, no LLM); after: the LLM's SQL, refused
+    assert regression["before_sql"] == "SELECT count(*) AS orders FROM orders WHERE status = $1"
+    assert regression["after_sql"] == shipped
+    assert sum(is_generation(r) for r in llm.requests) == 1
