@@ -5,6 +5,7 @@ import { ApiError, get, session } from "./api.js";
 import * as oidc from "./oidc.js";
 import { clear, h } from "./dom.js";
 import * as ask from "./ask.js";
+import * as sqltab from "./sqltab.js";
 import * as schema from "./schema.js";
 import * as rules from "./rules.js";
 import * as guideline from "./guideline.js";
@@ -14,6 +15,7 @@ const RANK = { client: 1, dba: 2, admin: 3 };
 // Each page and the least role its API calls need (gateway/auth/access.py); Status reads public endpoints.
 const PAGES = {
   ask: { module: ask, role: "client", title: "Ask" },
+  sql: { module: sqltab, role: "client", title: "SQL" },
   schema: { module: schema, role: "dba", title: "Schema" },
   rules: { module: rules, role: "dba", title: "Rules and examples" },
   guideline: { module: guideline, role: "dba", title: "Guideline" },

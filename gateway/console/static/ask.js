@@ -5,7 +5,9 @@ import { askStream, get, post, ApiError } from "./api.js";
 import { clear, h, id, liveRegion, ms } from "./dom.js";
 import { highlight } from "./sql.js";
 import { resultTable } from "./table.js";
-import { chart, chartSpec } from "./chart.js";
+import { chartView } from "./chart.js";
+import { editAndRerun } from "./sqltab.js";
+import { starterList } from "./starters.js";
 
 const history = [];  // this tab's questions and answers (kept while the tab is open)
 let databases = null;
@@ -19,7 +21,9 @@ export async function show(root, ctx) {
   const dbSelect = h("select", { id: "ask-db", name: "database", required: true });
   const question = h("textarea", { id: "ask-q", name: "question", rows: 3, required: true,
     maxlength: 4000, "aria-describedby": "ask-q-hint" });
-  const follow = h("input", { type: "checkbox", id: "ask-follow", checked: true });
+  // Off by default: an unrelated next question sent as a follow-up is read in the wrong context (and,
+  // without an LLM, only a question asked on its own can be a verified one). Ticked per question.
+  const follow = h("input", { type: "checkbox", id: "ask-follow" });
   const followRow = h("p", { class: "follow", hidden: true }, follow, " ", h("label", { for: "ask-follow" }, ""));
   const submit = h("button", { type: "submit", id: "ask-submit" }, "Ask");
   const output = h("div", { id: "ask-output" });
@@ -29,9 +33,10 @@ export async function show(root, ctx) {
     h("div", { class: "field grow" }, h("label", { for: "ask-q" }, "Question"), question,
       h("small", { id: "ask-q-hint" }, "Ctrl+Enter asks. The SQL is generated, checked, run read-only and validated.")),
     followRow, submit);
+  const starters = h("div", { id: "ask-starters" });
 
   root.append(h("div", { class: "ask-layout" },
-    h("section", { class: "panel", "aria-labelledby": "ask-title" }, h("h1", { id: "ask-title" }, "Ask"), form, live, output),
+    h("section", { class: "panel", "aria-labelledby": "ask-title" }, h("h1", { id: "ask-title" }, "Ask"), form, starters, live, output),
     h("aside", { class: "panel history", "aria-labelledby": "hist-title" },
       h("h2", { id: "hist-title" }, "This session"), historyList)));
 
@@ -57,6 +62,9 @@ export async function show(root, ctx) {
   }
   dbSelect.append(...databases.map((d) => h("option", { value: d.name }, d.description ? `${d.name} — ${d.description}` : d.name)));
   if (!databases.length) output.append(h("p", { class: "error" }, "This key may not use any database."));
+  const loadStarters = () => starterList(starters, dbSelect.value, (text) => { question.value = text; form.requestSubmit(); });
+  dbSelect.addEventListener("change", loadStarters);
+  if (databases.length) loadStarters();
 
   question.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); } });
   form.addEventListener("submit", async (e) => {
@@ -77,7 +85,7 @@ export async function show(root, ctx) {
       await askStream(body, (name, data) => {
         if (name === "attempt") {
           item.attempts.push(data);
-          attempts.append(attemptView(data));
+          attempts.append(attemptView(data, body.database));
           say(`Attempt ${data.n} (${data.source}): ${data.passed ? "passed" : "did not pass"}${data.row_count !== null ? `, ${data.row_count} rows` : ""}.`);
         } else if (name === "answer") item.answer = data;
         else if (name === "problem") item.error = data.detail || data.title;
@@ -90,13 +98,14 @@ export async function show(root, ctx) {
       submit.disabled = false;
       controller = null;
     }
+    follow.checked = false;  // each follow-up is chosen, never inherited from the one before
     renderAnswer(output, item, ctx, say, renderHistory);
     renderHistory();
   });
   question.focus();
 }
 
-function attemptView(a) {
+function attemptView(a, database) {
   const t = a.timings || {};
   return h("li", { class: `attempt ${a.passed ? "passed" : "failed"}` },
     h("p", { class: "attempt-head" }, h("strong", {}, `Attempt ${a.n}`), ` · ${a.source} · `,
@@ -104,6 +113,8 @@ function attemptView(a) {
       a.row_count !== null && a.row_count !== undefined ? ` · ${a.row_count} rows` : "",
       a.guideline_applied ? " · guideline applied" : ""),
     a.sql ? highlight(a.sql) : h("p", {}, "The model's answer held no SQL."),
+    a.sql ? h("button", { type: "button", class: "link edit-sql", onclick: () => editAndRerun(database, a.sql) },
+      `Edit attempt ${a.n}'s SQL and re-run`) : null,
     a.findings && a.findings.length ? h("ul", { class: "findings", "aria-label": "Findings" },
       a.findings.map((f) => h("li", {}, h("code", {}, f.code), ` ${f.message}`))) : null,
     h("p", { class: "timings" }, `LLM ${ms(t.llm_ms)} · check ${ms(t.check_ms)} · database ${ms(t.db_ms)} · total ${ms(t.total_ms)}`,
@@ -113,7 +124,7 @@ function attemptView(a) {
 function renderAnswer(output, item, ctx, say, renderHistory) {
   if (!output.querySelector(".attempts")) {
     clear(output);
-    output.append(h("h2", {}, "Attempts"), h("ol", { class: "attempts", "aria-label": "Attempts" }, item.attempts.map(attemptView)));
+    output.append(h("h2", {}, "Attempts"), h("ol", { class: "attempts", "aria-label": "Attempts" }, item.attempts.map((x) => attemptView(x, item.database))));
   }
   output.querySelector(".answer")?.remove();
   const section = h("section", { class: "answer", "aria-labelledby": "answer-title" }, h("h2", { id: "answer-title" }, "Answer"));
@@ -140,16 +151,12 @@ function renderAnswer(output, item, ctx, say, renderHistory) {
     section.append(h("ul", { class: "findings", "aria-label": "Findings left on the answer" },
       a.findings.map((f) => h("li", {}, h("code", {}, f.code), ` ${f.message}`))));
   }
+  if (a.sql) {
+    section.append(h("div", { class: "toolbar" }, h("button", { type: "button", id: "answer-edit",
+      onclick: () => editAndRerun(a.database || item.database, a.sql) }, "Edit SQL and re-run")));
+  }
   if (a.columns && a.columns.length) {
-    const spec = chartSpec(a.columns, a.rows);
-    if (spec) {
-      const holder = h("figure", { class: "chart-box", id: id("chart") }, chart(a.columns, a.rows, spec),
-        h("figcaption", {}, `${spec.kind === "line" ? "Line" : "Bar"} chart: ${a.columns[spec.measure].name} by ${a.columns[spec.dim].name}`));
-      const toggle = h("input", { type: "checkbox", id: "chart-toggle", checked: true, "aria-controls": holder.id,
-        onchange: () => { holder.hidden = !toggle.checked; } });
-      section.append(h("p", {}, toggle, " ", h("label", { for: "chart-toggle" }, "Show chart")), holder);
-    }
-    section.append(resultTable(a.columns, a.rows, { caption: item.question, say }));
+    section.append(chartView(a.columns, a.rows), resultTable(a.columns, a.rows, { caption: item.question, say }));
   }
   if (a.request_id) section.append(feedbackView(a, say));
   say(`Answer: ${a.status}, ${a.row_count} rows.`);
