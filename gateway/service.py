@@ -183,6 +183,16 @@ class Gateway:
                                 if t["name"].lower() in wanted or f"{t['schema']}.{t['name']}".lower() in wanted]
         return schema
 
+    async def starters(self, database: str, *, principal: Principal = ANONYMOUS) -> list[dict[str, str]]:
+        """Starter questions for ``database`` (see :mod:`gateway.starters`): ``question`` and ``source`` each.
+        Needs the ``ask`` scope and the database; a caller under a row policy gets none."""
+        from gateway.starters import starter_questions
+
+        self.check_scope(principal, Operation.ASK)
+        principal.check_database(database)
+        self.state.target(database)  # unknown_database
+        return [s.as_dict() for s in await starter_questions(self.state, database, claims=principal.claims)]
+
     # --- SQL a client wrote ---------------------------------------------------------------------------
 
     def check(self, sql: str, database: str | None = None, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
@@ -445,6 +455,19 @@ class Gateway:
     async def guideline_in_force(self, database: str | None = None) -> lifecycle.InForce:
         """Which guideline ``database`` uses now: its own version, the global one or the shipped file."""
         return await lifecycle.in_force(self.state, store_of(self.state.store), database)
+
+    async def shipped_guideline(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, str]:
+        """The shipped guideline file ``database`` falls back to (``<guidelines_dir>/<database>.md``, else
+        ``default.md``): ``database``, ``version`` (``default`` or ``file:<name>``) and ``text``. Works
+        without a store; needs the database (the console's Guideline page shows it as "in force" when no
+        stored version is active)."""
+        from gateway.context.sources import FileGuidelineSource
+
+        self.check_scope(principal, Operation.SCHEMA)
+        principal.check_database(database)
+        self.state.target(database)  # unknown_database
+        found = await FileGuidelineSource(self.settings.guidelines_dir).active(database)
+        return {"database": database, "version": found.version, "text": found.text}
 
     async def guideline_events(self, database: str | None = None, *, only_global: bool = False,
                                limit: int = 100) -> list[GuidelineEvent]:

@@ -104,6 +104,21 @@ class DatabasesResponse(BaseModel):
     databases: list[DatabaseOut]
 
 
+class ShippedGuideline(BaseModel):
+    database: str
+    version: str = Field(description="`default` (default.md) or `file:<database>.md`, as answers report it.")
+    text: str
+
+
+class StarterOut(BaseModel):
+    question: str = Field(description="A question the database is known to answer well, as stored.")
+    source: str = Field(description="Where it comes from: `verified` (an approved example).")
+
+
+class StartersResponse(BaseModel):
+    starters: list[StarterOut]
+
+
 class Problem(BaseModel):
     """An ``application/problem+json`` body (RFC 9457) with the gateway's stable ``code``."""
 
@@ -367,6 +382,9 @@ class WhoAmI(BaseModel):
                                      "API key (not scope-limited).")
     policy: dict[str, str] = Field(default_factory=dict, description="The row-policy values taken from the "
                                    "token (name -> value), the caller's own.")
+    store: bool = Field(default=False, description="Whether a feedback store is configured: without one, "
+                        "feedback, conversations and example review answer `store_not_configured` (the console "
+                        "then offers none of them).")
 
 
 class ConditionOut(BaseModel):

@@ -24,4 +24,4 @@ async def whoami(state: GatewayState = Depends(get_state), principal: Principal 
     return WhoAmI(name=principal.name, role=principal.role.value, databases=sorted(principal.databases),
                   auth_enabled=bool(auth is not None and auth.settings.enabled), user=principal.user,
                   client=principal.client, scopes=None if principal.scopes is None else sorted(principal.scopes),
-                  policy=principal.policy)
+                  policy=principal.policy, store=state.store is not None)

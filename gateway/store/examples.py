@@ -207,9 +207,11 @@ async def count(db: Db, database: str | None = None, status: ExampleStatus | Non
 
 
 async def questions(db: Db, database: str, limit: int) -> list[str]:
-    """The first ``limit`` verified questions of ``database``, oldest first (what works without an LLM)."""
+    """The first ``limit`` verified (approved) questions of ``database``, oldest first (what works without an
+    LLM; the console's starter questions). A proposed or rejected pair answers nothing."""
     rows = await db.fetch(
-        "SELECT question FROM verified_examples WHERE database = $1 GROUP BY question ORDER BY min(id) LIMIT $2",
+        "SELECT question FROM verified_examples WHERE database = $1 AND status = 'approved' "
+        "GROUP BY question ORDER BY min(id) LIMIT $2",
         database, limit,
     )
     return [r["question"] for r in rows]

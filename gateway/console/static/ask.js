@@ -158,7 +158,9 @@ function renderAnswer(output, item, ctx, say, renderHistory) {
   if (a.columns && a.columns.length) {
     section.append(chartView(a.columns, a.rows), resultTable(a.columns, a.rows, { caption: item.question, say }));
   }
-  if (a.request_id) section.append(feedbackView(a, say));
+  if (a.request_id && ctx.me.store) section.append(feedbackView(a, say));
+  else if (a.request_id) section.append(h("p", { class: "feedback muted", id: "fb-off" },
+    "Feedback is not configured on this gateway (it has no feedback store: set store.dsn to collect right and wrong verdicts)."));
   say(`Answer: ${a.status}, ${a.row_count} rows.`);
   renderHistory();
 }

@@ -30,9 +30,12 @@ export async function show(root, ctx) {
     const errors = r.problems.filter((p) => p.severity === "error").length;
     const list = (title, items, render = (x) => h("code", {}, x)) => items.length ?
       [h("h3", {}, title), h("ul", {}, items.map((x) => h("li", {}, render(x))))] : [];
+    const warnings = r.problems.length - errors, roles = r.privileges.length;
+    // Green only when nothing at all is wrong: role problems under a clean file check are still problems.
     append(clear(rulesBody), [
-      h("p", { id: "rules-check", class: errors ? "error" : "ok" },
-        `rules check: ${errors} error(s), ${r.problems.length - errors} warning(s)` + (r.files.length ? ` in ${r.files.join(", ")}` : " (no rule file for this database)")),
+      h("p", { id: "rules-check", class: errors ? "error" : warnings || roles ? "warn" : "ok" },
+        `rules check: ${errors} error(s), ${warnings} warning(s)` + (r.files.length ? ` in ${r.files.join(", ")}` : " (no rule file for this database)") +
+        (roles ? `; the database role: ${roles} problem(s), below` : "")),
       r.problems.length ? h("ul", { class: "problems" }, r.problems.map((p) => h("li", {}, h("code", {}, `${p.file}:${p.line}`), ` ${p.severity}: ${p.message}`))) : null,
       r.privileges.length ? h("ul", { class: "problems" }, r.privileges.map((p) => h("li", {}, `role: ${p}`))) : null,
       ...list("Hidden tables", r.hidden_tables), ...list("Hidden columns", r.hidden_columns),
