@@ -193,6 +193,24 @@ class Gateway:
         self.state.target(database)  # unknown_database
         return [s.as_dict() for s in await starter_questions(self.state, database, claims=principal.claims)]
 
+    # --- answer history (the console's history and permalinks) ------------------------------------------
+
+    async def history(self, *, limit: int = 50, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        """The principal's own latest audited answers, newest first (question, database, status, SQL, when;
+        never rows). Raises ``store_not_configured`` without a store."""
+        from gateway import history
+
+        self.check_scope(principal, Operation.ASK)
+        return await history.recent(self.state, principal, limit)
+
+    async def audited_answer(self, request_id: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """One audited answer by request id, for its owner, or a dba/admin of its database without row-policy
+        values (see :mod:`gateway.history`); ``unknown_request`` for anyone else, as for an unknown id."""
+        from gateway import history
+
+        self.check_scope(principal, Operation.ASK)
+        return await history.one(self.state, principal, request_id)
+
     # --- SQL a client wrote ---------------------------------------------------------------------------
 
     def check(self, sql: str, database: str | None = None, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:

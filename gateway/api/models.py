@@ -104,6 +104,23 @@ class DatabasesResponse(BaseModel):
     databases: list[DatabaseOut]
 
 
+class AuditedAnswerOut(BaseModel):
+    request_id: str
+    database: str
+    question: str
+    status: str = Field(description="The answer's final status (`ok`, `suspicious`, `failed` ...).")
+    sql: str | None = Field(description="The chosen attempt's SQL (rows are never kept: run it again to see them).")
+    attempts: list[dict[str, Any]] = Field(description="Every attempt: SQL, findings, timings (no rows).")
+    guideline_version: str | None
+    created_at: str | None = Field(description="When it was answered (ISO 8601).")
+    yours: bool | None = Field(default=None, description="On `GET /v1/answers/{request_id}`: whether the caller "
+                               "asked it (a dba may see others' answers on its databases).")
+
+
+class HistoryResponse(BaseModel):
+    answers: list[AuditedAnswerOut]
+
+
 class ShippedGuideline(BaseModel):
     database: str
     version: str = Field(description="`default` (default.md) or `file:<database>.md`, as answers report it.")

@@ -140,7 +140,7 @@ def test_status_warns_when_a_login_role_is_a_superuser(browser: Any, work_consol
     assert "owned" in ready.text and "demo:" not in ready.text
     assert find(browser, "#st-latency") and finds(browser, "#st-latency svg.spark")
     assert "owned" in find(browser, "#st-pools").text
-    screenshot(browser, "status")
+    screenshot(browser, "status-warning")
     assert console_errors(browser) == []
 
 

@@ -86,11 +86,15 @@ async function signOut() {
 
 function route() {
   if (!me) return;
-  let name = location.hash.slice(1) || "ask";
-  if (!PAGES[name]) name = "ask";
+  // #page or #page/param (a permalink: #ask/<request id>)
+  const [asked, ...rest] = location.hash.slice(1).split("/");
+  let name = asked || "ask";
+  let param = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  if (!PAGES[name]) { name = "ask"; param = null; }
   if (!allowed(name)) {
     name = Object.keys(PAGES).find(allowed);
-    notice(`That page needs a ${PAGES[location.hash.slice(1)]?.role || "different"} key; your key's role is ${me.role}.`);
+    param = null;
+    notice(`That page needs a ${PAGES[asked]?.role || "different"} key; your key's role is ${me.role}.`);
   } else notice("");
   if (current && current.leave) current.leave();
   for (const link of document.querySelectorAll("#nav a")) {
@@ -100,7 +104,7 @@ function route() {
   document.title = `${PAGES[name].title} · nl2sql-gateway console`;
   const page = clear($("#page"));
   current = PAGES[name].module;
-  current.show(page, { me, notice, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
+  current.show(page, { me, notice, param, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
                                                                           : "Your sign-in was refused; sign in again.") });
 }
 

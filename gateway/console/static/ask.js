@@ -9,7 +9,8 @@ import { chartView } from "./chart.js";
 import { editAndRerun } from "./sqltab.js";
 import { starterList } from "./starters.js";
 
-const history = [];  // this tab's questions and answers (kept while the tab is open)
+const asked = [];  // this tab's questions and answers, with their rows (kept while the tab is open)
+let earlier = [];  // this user's earlier answers from the audit (no rows)
 let databases = null;
 let controller = null;
 
@@ -38,18 +39,35 @@ export async function show(root, ctx) {
   root.append(h("div", { class: "ask-layout" },
     h("section", { class: "panel", "aria-labelledby": "ask-title" }, h("h1", { id: "ask-title" }, "Ask"), form, starters, live, output),
     h("aside", { class: "panel history", "aria-labelledby": "hist-title" },
-      h("h2", { id: "hist-title" }, "This session"), historyList)));
+      h("h2", { id: "hist-title" }, "Your questions"), historyList)));
 
+  // The side list: this user's answers from the audit (GET /v1/history, kept across reloads and tabs), newest
+  // first, with this tab's answers put on top as they come. Each opens its permalink, #ask/<request id>.
   const renderHistory = () => {
-    historyList.replaceChildren(...history.map((item, i) => h("li", {},
-      h("button", { type: "button", class: "link", onclick: () => renderAnswer(output, item, ctx, say, renderHistory) },
-        item.question), " ", h("span", { class: `badge ${item.answer?.status || "failed"}` }, item.answer?.status || "error"))));
-    const last = [...history].reverse().find((item) => item.answer?.conversation_id);
+    const seen = new Set();
+    const rows = [...asked.filter((item) => item.answer?.request_id).reverse().map((item) => ({
+      request_id: item.answer.request_id, question: item.question, database: item.database, status: item.answer.status })),
+    ...earlier].filter((row) => !seen.has(row.request_id) && seen.add(row.request_id));
+    const failed = asked.filter((item) => !item.answer?.request_id).reverse();
+    historyList.replaceChildren(...failed.map((item) => h("li", {}, h("span", {}, item.question), " ",
+      h("span", { class: "badge failed" }, "error"))), ...rows.map((row) => h("li", { "data-request": row.request_id },
+      h("a", { href: `#ask/${encodeURIComponent(row.request_id)}` }, row.question), " ",
+      h("span", { class: `badge ${row.status}` }, row.status), " ",
+      h("button", { type: "button", class: "link rerun", "aria-label": `Ask again: ${row.question}`,
+        onclick: () => rerun(row) }, "Ask again"))));
+    const last = [...asked].reverse().find((item) => item.answer?.conversation_id);
     followRow.hidden = !last;
     if (last) {
       followRow.dataset.conversation = last.answer.conversation_id;
       followRow.querySelector("label").textContent = `Follow-up in conversation ${last.answer.conversation_id}`;
     }
+  };
+  const rerun = (row) => {
+    if ([...dbSelect.options].some((o) => o.value === row.database)) dbSelect.value = row.database;
+    question.value = row.question;
+    follow.checked = false;
+    if (location.hash.startsWith("#ask/")) window.history.replaceState(null, "", "#ask");
+    form.requestSubmit();
   };
   renderHistory();
 
@@ -66,6 +84,16 @@ export async function show(root, ctx) {
   dbSelect.addEventListener("change", loadStarters);
   if (databases.length) loadStarters();
 
+  if (ctx.me.store) {
+    try { earlier = (await get("../v1/history?limit=30")).answers; } catch { earlier = []; }
+    renderHistory();
+  }
+  if (ctx.param) {
+    const cached = asked.find((item) => item.answer?.request_id === ctx.param);
+    if (cached) renderAnswer(output, cached, ctx, say, renderHistory);
+    else await openAudited(output, ctx, say, rerun);
+  }
+
   question.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); } });
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
@@ -74,7 +102,7 @@ export async function show(root, ctx) {
     const body = { database: dbSelect.value, question: text };
     if (!followRow.hidden && follow.checked) body.conversation_id = followRow.dataset.conversation;
     const item = { question: text, database: body.database, attempts: [], answer: null, error: null };
-    history.push(item);
+    asked.push(item);
     submit.disabled = true;
     clear(output);
     const attempts = h("ol", { class: "attempts", "aria-label": "Attempts" });
@@ -121,6 +149,29 @@ function attemptView(a, database) {
       a.tokens && a.tokens.prompt !== undefined ? ` · ${a.tokens.prompt}+${a.tokens.completion} tokens` : ""));
 }
 
+// A permalink (#ask/<request id>) to an answer not in this tab: the audited question, SQL and attempts (the
+// audit keeps no rows), with "ask again" and "edit SQL and re-run". The gateway decides who may see it.
+async function openAudited(output, ctx, say, rerun) {
+  let a;
+  try { a = await get(`../v1/answers/${encodeURIComponent(ctx.param)}`); } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return ctx.signedOut();
+    clear(output).append(h("p", { class: "error", role: "alert", id: "answer-missing" },
+      error.code === "unknown_request" ? "There is no answer under this link that you may see." : error.message));
+    return;
+  }
+  clear(output).append(h("section", { class: "answer audited", "aria-labelledby": "answer-title" },
+    h("h2", { id: "answer-title" }, a.question),
+    h("p", { class: "answer-head" }, h("span", { class: `badge ${a.status}`, id: "answer-status" }, a.status),
+      ` · ${a.database} · asked ${String(a.created_at || "").replace("T", " ").slice(0, 19)}`, a.yours ? "" : " · asked by someone else"),
+    a.sql ? highlight(a.sql) : h("p", {}, "No SQL was chosen."),
+    h("div", { class: "toolbar" },
+      h("button", { type: "button", id: "answer-rerun", onclick: () => rerun(a) }, "Ask again"),
+      a.sql ? h("button", { type: "button", id: "answer-edit", onclick: () => editAndRerun(a.database, a.sql) }, "Edit SQL and re-run") : null),
+    h("p", { class: "muted" }, "Rows are not kept with past answers: ask again or run the SQL to see them."),
+    h("h3", {}, "Attempts"), h("ol", { class: "attempts", "aria-label": "Attempts" }, (a.attempts || []).map((x) => attemptView(x, a.database)))));
+  say(`Answer from ${a.created_at}: ${a.status}.`);
+}
+
 function renderAnswer(output, item, ctx, say, renderHistory) {
   if (!output.querySelector(".attempts")) {
     clear(output);
@@ -139,7 +190,8 @@ function renderAnswer(output, item, ctx, say, renderHistory) {
     ` ${a.row_count} rows${a.truncated ? " (truncated)" : ""} · stopped: ${a.stop_reason || "–"}`,
     a.guideline_version ? ` · guideline ${a.guideline_version}` : "",
     a.conversation_id ? ` · conversation ${a.conversation_id}` : "",
-    a.request_id ? h("small", { class: "rid" }, ` request ${a.request_id}`) : ""));
+    a.request_id ? h("small", { class: "rid" }, ` request ${a.request_id} `) : "",
+    a.request_id && ctx.me.store ? h("a", { href: `#ask/${encodeURIComponent(a.request_id)}`, id: "answer-link" }, "Permalink") : ""));
   if (a.status === "needs_clarification") {
     const c = a.clarification || {};
     section.append(h("p", { class: "clarify" }, c.question || a.question || "The question is ambiguous; please say more."));
