@@ -14,9 +14,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
 
-from gateway.store import examples
+from gateway.auth import new_token
+from gateway.store import api_keys, examples
 from tests.conftest import PgServer
 from tests.console.conftest import ROOT, Console, serve_console
 from tests.console.test_browser import ask, console_errors, find, finds, screenshot, sign_in, visible, wait
@@ -36,6 +38,10 @@ async def work_console(pg: PgServer, demo_dsn: str, demo_admin_dsn: str,
         try:
             await examples.add(conn, database="demo", question=STARTER,
                                sql="SELECT count(*) AS customers FROM customers", source="dba")
+            token = new_token()  # a second analyst, who must not see the first one's answers
+            await api_keys.create(conn, key_id=token.key_id, name="console-other", role="client", databases=["*"],
+                                  pg_role=None, secret_sha256=token.secret_sha256)
+            served.keys["other"] = token.token
         finally:
             await conn.close()
         yield served
@@ -113,6 +119,44 @@ def test_starter_question_then_edit_and_rerun_the_generated_sql(browser: Any, wo
          "the edited SQL's result")
     assert len(finds(browser, "#sql-output tbody tr")) == 3
     assert console_errors(browser) == []
+
+
+def test_history_survives_a_reload_and_permalinks_reopen_and_rerun(browser: Any, work_console: Console) -> None:
+    browser.get(work_console.url + "#ask")
+    browser.refresh()  # a new page: what the list shows now comes from the audit, not from this tab's memory
+    wait(browser, visible("#ask-history li a"), "the history from the audit")
+    questions = [li.find_element("css selector", "a").text for li in finds(browser, "#ask-history li")]
+    assert questions[:2] == ["Which are the ten best-selling products by units?", STARTER]  # newest first
+    link = finds(browser, "#ask-history li")[1]
+    request_id = link.get_attribute("data-request")
+    item = link.find_element("css selector", "a")
+    item.click()
+    wait(browser, visible(".answer.audited"), "the re-opened answer")
+    assert browser.current_url.endswith(f"#ask/{request_id}")
+    assert find(browser, "#answer-title").text == STARTER and "count(*)" in find(browser, ".answer pre.code").text
+    browser.refresh()  # the permalink itself, loaded fresh
+    wait(browser, visible(".answer.audited"), "the answer behind the permalink")
+    find(browser, "#answer-rerun").click()
+    status = wait(browser, visible(".answer:not(.audited) #answer-status"), "the answer asked again")
+    assert status.text == "ok" and finds(browser, ".answer table.grid tbody tr")
+    screenshot(browser, "history")
+    # Another analyst gets nothing behind the link, in the page and over the API.
+    headers = {"Authorization": f"Bearer {work_console.keys['other']}"}
+    theirs = httpx.get(f"{work_console.base}/v1/answers/{request_id}", headers=headers, timeout=30)
+    assert theirs.status_code == 404 and theirs.json()["code"] == "unknown_request"
+    assert httpx.get(f"{work_console.base}/v1/history", headers=headers, timeout=30).json()["answers"] == []
+    mine = httpx.get(f"{work_console.base}/v1/answers/{request_id}",
+                     headers={"Authorization": f"Bearer {work_console.keys['client']}"}, timeout=30)
+    assert mine.status_code == 200 and mine.json()["yours"] is True
+    find(browser, "#who button").click()
+    sign_in(browser, work_console, work_console.keys["other"])
+    browser.get(work_console.url + f"#ask/{request_id}")
+    missing = wait(browser, visible("#answer-missing"), "the refusal behind another's link")
+    assert "no answer under this link" in missing.text
+    assert STARTER not in find(browser, "#ask-history").text
+    assert [e for e in console_errors(browser) if "/v1/answers/" not in e or "404" not in e] == []
+    find(browser, "#who button").click()
+    sign_in(browser, work_console, work_console.keys["client"])
 
 
 def test_no_sideways_scrolling_at_768_px(browser: Any, work_console: Console) -> None:
