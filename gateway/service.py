@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gateway import __version__, masking, row_policy, safety
+from gateway import __version__, errors, masking, row_policy, safety
 from gateway.auth import ANONYMOUS, Authenticator, Principal, scopes
 from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
@@ -453,6 +453,65 @@ class Gateway:
                          for p in problems if belongs(p.file)],
             "privileges": privileges,
         }
+
+    async def edit_rules(self, database: str, hidden_columns: Sequence[str], instructions: Sequence[str],
+                         limits: dict[str, int], *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """Replace ``database``'s console rule file (``rules/<database>/console.yaml``, see
+        :mod:`gateway.rules.edit`) with these hidden columns, instructions and limits; returns :meth:`rules`.
+
+        Only a dba or admin that may use the database (``forbidden`` otherwise). Validated like ``rules
+        check`` against the live schema together with the other rule files (``rules_invalid`` with the
+        problems, nothing written); ``rules_read_only`` when the folder cannot be written. Audited: a log
+        line, and a ``rules_edits`` row in the store when there is one. In force from the next question.
+        """
+        from gateway.auth import Role
+        from gateway.rules import edit
+        from gateway.store import rules_edits
+
+        self.check_scope(principal, Operation.SCHEMA)
+        if not principal.role.allows(Role.DBA):
+            raise errors.Forbidden("editing rules needs a dba or admin key")
+        principal.check_database(database)
+        state = self.state
+        target = state.target(database)
+        folder = state.settings.rules_dir
+        wanted = edit.RulesEdit(sorted({n.strip().lower() for n in hidden_columns if n.strip()}),
+                                [i.strip() for i in instructions if i.strip()], dict(limits))
+        shape = edit.shape_problems(wanted)
+        if shape:
+            raise errors.RulesInvalid("; ".join(shape), problems=[{"file": "", "line": 0, "message": m} for m in shape])
+        before = edit.current(folder, database)
+        text = edit.render(wanted, before)
+        problems = edit.validate(folder, database, text, await introspect(target, everything=True))
+        if problems:
+            raise errors.RulesInvalid(
+                "rules check rejects this edit: " + "; ".join(p.message for p in problems[:5]),
+                problems=[{"file": p.file, "line": p.line, "message": p.message} for p in problems])
+        path = edit.write(folder, database, text)
+        actor = principal.owner  # user:<id>, key:<id> or name:<name>: who edited, whoever it is
+        log.info("rules_edited", database=database, actor=actor, file=str(path), before=before.as_dict(),
+                 after=wanted.as_dict())
+        if state.store is not None:
+            try:
+                await rules_edits.record(state.store.pool, database=database, actor=actor, file=str(path),
+                                         before=before.as_dict(), after=wanted.as_dict())
+            except Exception as exc:  # noqa: BLE001 - the file is written; the log line above keeps the trail
+                log.warning("rules_edit_not_recorded", database=database, error=repr(exc))
+        if state.rules is not None:
+            state.rules.status(database)  # reload now: the answer shows the rules in force
+        return await self.rules(database, principal=principal)
+
+    def console_rules(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """What the console's rule file of ``database`` holds now (dba or admin)."""
+        from gateway.auth import Role
+        from gateway.rules import edit
+
+        self.check_scope(principal, Operation.SCHEMA)
+        if not principal.role.allows(Role.DBA):
+            raise errors.Forbidden("reading the console's rules needs a dba or admin key")
+        principal.check_database(database)
+        self.state.target(database)
+        return edit.current(self.settings.rules_dir, database).as_dict()
 
     # --- conversations ----------------------------------------------------------------------------------
 

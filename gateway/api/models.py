@@ -121,6 +121,16 @@ class HistoryResponse(BaseModel):
     answers: list[AuditedAnswerOut]
 
 
+class ConsoleRules(RequestBody):
+    hidden_columns: list[str] = Field(default_factory=list, max_length=1000,
+                                      description="`table.column` names to hide (the console's file only; "
+                                      "columns other rule files hide stay hidden).")
+    instructions: list[str] = Field(default_factory=list, max_length=200,
+                                    description="Instructions to the model, in order, after the other files'.")
+    limits: dict[str, int] = Field(default_factory=dict, description="`max_rows`, `max_joins`, "
+                                   "`max_subquery_depth`: only ones no other rule file of the database sets.")
+
+
 class ShippedGuideline(BaseModel):
     database: str
     version: str = Field(description="`default` (default.md) or `file:<database>.md`, as answers report it.")

@@ -30,6 +30,7 @@ ROUTE_ROLES: dict[str, Role] = {
     "/v1/databases": Role.CLIENT,
     "/v1/databases/{name}/schema": Role.DBA,
     "/v1/databases/{name}/rules": Role.DBA,  # names what the rules hide
+    "/v1/databases/{name}/rules/console": Role.DBA,  # edits them (gateway.Gateway.edit_rules decides too)
     "/v1/databases/{name}/starters": Role.CLIENT,  # verified questions (none under a row policy)
     "/v1/history": Role.CLIENT,  # the caller's own answers (gateway.history decides who sees what)
     "/v1/answers/{request_id}": Role.CLIENT,

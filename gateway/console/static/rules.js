@@ -6,14 +6,16 @@ import { append, clear, h, liveRegion } from "./dom.js";
 import { databasePicker } from "./pick.js";
 import { highlight } from "./sql.js";
 import { fail } from "./schema.js";
+import { rulesEditor } from "./rulesedit.js";
 
 export async function show(root, ctx) {
   const rulesBody = h("div", { id: "rules-body" });
+  const editor = h("div", { id: "rules-editor" });
   const queue = h("div", { id: "examples-queue" });
   const approved = h("div", { id: "examples-approved" });
   const live = liveRegion();
   root.append(
-    h("section", { class: "panel", "aria-labelledby": "rules-title" }, h("h1", { id: "rules-title" }, "Rules and examples"), rulesBody),
+    h("section", { class: "panel", "aria-labelledby": "rules-title" }, h("h1", { id: "rules-title" }, "Rules and examples"), rulesBody, editor),
     h("section", { class: "panel", "aria-labelledby": "queue-title" }, h("h2", { id: "queue-title" }, "Proposed examples"),
       h("p", {}, "Question and SQL pairs that clients sent as feedback. Only approved ones are shown to the model or answer questions."), live, queue),
     h("section", { class: "panel", "aria-labelledby": "approved-title" }, h("h2", { id: "approved-title" }, "Approved examples"), approved));
@@ -21,6 +23,9 @@ export async function show(root, ctx) {
   try { picker = await databasePicker("rules-db", loadRules); } catch (e) { return fail(rulesBody, e, ctx); }
   rulesBody.before(picker.field);
   if (!picker.empty) loadRules(picker.select.value);
+  const editorFor = (db) => rulesEditor(editor, db, loadRules);
+  picker.select.addEventListener("change", () => editorFor(picker.select.value));
+  if (!picker.empty) editorFor(picker.select.value);
   loadExamples();
 
   async function loadRules(db) {
