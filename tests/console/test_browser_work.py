@@ -33,7 +33,9 @@ async def work_console(pg: PgServer, demo_dsn: str, demo_admin_dsn: str,
                        tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Console]:
     folder = tmp_path_factory.mktemp("guidelines")
     shutil.copy(ROOT / "guidelines" / "default.md", folder / "default.md")
-    async with serve_console(pg, demo_dsn, folder, more={"owned": demo_admin_dsn}) as served:
+    rules = tmp_path_factory.mktemp("rules")  # the DBA edits them
+    shutil.copy(ROOT / "rules" / "demo.yaml", rules / "demo.yaml")
+    async with serve_console(pg, demo_dsn, folder, more={"owned": demo_admin_dsn}, rules_dir=rules) as served:
         conn = await asyncpg.connect(served.store_dsn)
         try:
             await examples.add(conn, database="demo", question=STARTER,
@@ -200,6 +202,47 @@ def test_rules_page_is_not_green_above_role_problems(browser: Any, work_console:
                  "the owned database's check")
     assert "ok" not in check.get_attribute("class").split()
     assert "superuser" in find(browser, "#rules-body").text
+
+
+def test_a_dba_hides_a_column_from_the_rules_page_and_sql_on_it_is_blocked(browser: Any,
+                                                                           work_console: Console) -> None:
+    sql = {"database": "demo", "sql": "SELECT last_name FROM customers LIMIT 1"}
+    headers = {"Authorization": f"Bearer {work_console.keys['client']}"}
+    before = httpx.post(f"{work_console.base}/v1/sql", json=sql, headers=headers, timeout=30)
+    assert before.status_code == 200, before.text
+    browser.get(work_console.url + "#status")
+    browser.get(work_console.url + "#rules")
+    wait(browser, visible("#re-hidden"), "the rules editor")
+    from selenium.webdriver.support.ui import Select
+
+    Select(find(browser, "#rules-db")).select_by_value("demo")
+    hidden = wait(browser, lambda d: find(d, "#re-hidden") if find(d, "#rules-edit").get_attribute("aria-label")
+                  == "Edit the rules of demo" else False, "the editor for demo")
+    hidden.send_keys("customers.no_such_column")
+    find(browser, "#re-save").click()  # refused like `rules check` would: nothing written
+    refused = wait(browser, visible("#re-error"), "the refusal")
+    assert "unknown column" in refused.text
+    hidden.clear()
+    hidden.send_keys("customers.last_name")
+    find(browser, "#re-instructions").send_keys("Say which year a figure is for.")
+    find(browser, "#re-save").click()
+    wait(browser, lambda d: "demo/console.yaml" in find(d, "#rules-check").text, "the rules in force updated")
+    assert "customers.last_name" in find(browser, "#rules-body").text
+    assert "Say which year a figure is for." in find(browser, "#rules-body").text
+    screenshot(browser, "rules-edit")
+    after = httpx.post(f"{work_console.base}/v1/sql", json=sql, headers=headers, timeout=30)
+    assert after.status_code == 422 and after.json()["code"] == "sql_blocked"
+    # And in the console: the DBA's SQL page shows the finding inline.
+    browser.get(work_console.url + "#sql")
+    box = wait(browser, visible("#sql-text"), "the SQL box")
+    box.send_keys(sql["sql"])
+    find(browser, "#sql-check").click()
+    assert "hidden_column" in wait(browser, visible("#sql-findings"), "the finding").text
+    # A client may not edit, over the API either.
+    put = httpx.put(f"{work_console.base}/v1/databases/demo/rules/console", json={"hidden_columns": []},
+                    headers=headers, timeout=30)
+    assert put.status_code == 403 and put.json()["code"] == "forbidden"
+    assert [e for e in console_errors(browser) if "422" not in e] == []
 
 
 def test_guideline_page_shows_the_shipped_text_in_force(browser: Any, work_console: Console) -> None:
