@@ -41,7 +41,8 @@ async def get_console_rules(name: str, gateway: Gateway = Depends(get_gateway),
 
 
 @router.put(
-    "/databases/{name}/rules/console", response_model=RulesResponse, summary="Edit hidden columns, instructions and limits",
+    "/databases/{name}/rules/console", response_model=RulesResponse,
+    summary="Edit hidden columns, instructions and limits",
     description="Replaces `rules/<name>/console.yaml` (the DBA's other rule files are never rewritten). The edit "
     "is checked like `nl2sql-gateway rules check` against the live schema, merged with the other files: "
     "`rules_invalid` lists the problems and nothing is written. `rules_read_only` when the gateway cannot "
