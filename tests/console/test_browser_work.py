@@ -59,6 +59,10 @@ def test_sql_page_shows_findings_inline_runs_and_charts_a_month_number(browser: 
     findings = wait(browser, visible("#sql-findings"), "the check's findings")
     assert "hidden" in findings.text.lower()  # the rules hide customers.email
     assert "error" in find(browser, "#sql-allowed").get_attribute("class")
+    # In words, for an analyst: restricted, what to do; no hidden name beyond what the SQL itself says.
+    note = find(browser, "#restricted-note").text
+    assert "Restricted data" in note and "Ask a DBA of demo" in note
+    assert "customers.email" not in note and "[hidden]" in findings.text
     find(browser, "#sql-run").click()  # refused when run too: the same findings, and the refusal in words
     wait(browser, visible("#sql-error"), "the refusal")
     assert finds(browser, "#sql-findings li")

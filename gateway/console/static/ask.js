@@ -8,6 +8,7 @@ import { resultTable } from "./table.js";
 import { chartView } from "./chart.js";
 import { editAndRerun } from "./sqltab.js";
 import { starterList } from "./starters.js";
+import { restrictedNote } from "./restricted.js";
 
 const asked = [];  // this tab's questions and answers, with their rows (kept while the tab is open)
 let earlier = [];  // this user's earlier answers from the audit (no rows)
@@ -203,6 +204,10 @@ function renderAnswer(output, item, ctx, say, renderHistory) {
     section.append(h("ul", { class: "findings", "aria-label": "Findings left on the answer" },
       a.findings.map((f) => h("li", {}, h("code", {}, f.code), ` ${f.message}`))));
   }
+  // Any attempt blocked for restricted data: the answer may be another attempt's failure, say why in words.
+  const note = restrictedNote([...(a.findings || []), ...(a.attempts || []).flatMap((x) => x.findings || [])],
+    { database: a.database || item.database, role: ctx.me.role });
+  if (note && a.status !== "ok") section.append(note);
   if (a.sql) {
     section.append(h("div", { class: "toolbar" }, h("button", { type: "button", id: "answer-edit",
       onclick: () => editAndRerun(a.database || item.database, a.sql) }, "Edit SQL and re-run")));

@@ -6,6 +6,7 @@ import { ApiError, get, post } from "./api.js";
 import { clear, h, liveRegion, ms } from "./dom.js";
 import { resultTable } from "./table.js";
 import { chartView } from "./chart.js";
+import { restrictedNote } from "./restricted.js";
 
 let pending = null;  // { database, sql } handed over by "Edit and re-run"
 
@@ -59,6 +60,8 @@ export async function show(root, ctx) {
     verdict.append(h("p", { id: "sql-allowed", class: v.allowed ? "ok" : "error" },
       v.allowed ? `The check allows this ${v.statement_kind || "statement"}.` : "The check blocks this statement."));
     if (v.findings && v.findings.length) verdict.append(findingsList(v.findings));
+    const note = restrictedNote(v.findings, { database: dbSelect.value, role: ctx.me.role });
+    if (note) verdict.append(note);
   };
 
   check.addEventListener("click", async () => {
