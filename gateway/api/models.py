@@ -383,6 +383,14 @@ class ExampleOut(BaseModel):
     reviewed_by: str | None = Field(description="The dba or admin who approved or rejected it.")
     reviewed_at: str | None
     review_note: str | None = Field(description="Why, in the reviewer's words.")
+    verdict: str | None = Field(default=None, description="On `GET /v1/examples`: the analyst's verdict on the "
+                                "original answer (`correct` / `incorrect`), when it came from feedback.")
+    note: str | None = Field(default=None, description="On `GET /v1/examples`: the analyst's note for the DBA.")
+    original_sql: str | None = Field(default=None, description="On `GET /v1/examples`: the SQL of the answer "
+                                     "the example came from (beside a correction, the SQL it corrects).")
+    original_status: str | None = Field(default=None, description="On `GET /v1/examples`: that answer's status.")
+    original_row_count: int | None = Field(default=None, description="On `GET /v1/examples`: how many rows it "
+                                           "returned (the audit keeps no rows).")
 
 
 class ExampleList(BaseModel):

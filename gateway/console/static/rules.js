@@ -74,7 +74,17 @@ export async function show(root, ctx) {
     };
     return h("li", { class: "card", "data-example": e.id },
       h("p", {}, h("strong", {}, `#${e.id} · ${e.database}`), ` · ${e.source} · by ${e.proposed_by}`),
-      h("p", { class: "question" }, e.question), highlight(e.sql),
+      h("p", { class: "question" }, e.question),
+      e.note ? h("p", { class: "analyst-note" }, h("strong", {}, "Analyst's note: "), e.note) : null,
+      // The original answer beside what is proposed, when the proposal corrects it.
+      e.original_sql && e.original_sql.trim() !== e.sql.trim()
+        ? h("div", { class: "side-by-side" },
+          h("div", { class: "original" }, h("h4", {}, `Original answer: ${e.original_status || "–"}`,
+            e.original_row_count !== null && e.original_row_count !== undefined ? `, ${e.original_row_count} rows` : ""), highlight(e.original_sql)),
+          h("div", { class: "proposed" }, h("h4", {}, e.source === "correction" ? "Correction" : "Proposed"), highlight(e.sql)))
+        : [e.original_status ? h("p", { class: "muted" }, `Answered ${e.original_status}` +
+            (e.original_row_count !== null && e.original_row_count !== undefined ? `, ${e.original_row_count} rows` : "") +
+            (e.verdict ? `; the analyst said ${e.verdict}.` : ".")) : null, highlight(e.sql)],
       reviewable ? h("div", { class: "toolbar" },
         h("label", { for: noteId }, "Note"), note,
         h("button", { type: "button", class: "approve", onclick: () => decide("approve") }, `Approve #${e.id}`),
