@@ -24,8 +24,10 @@ import asyncio
 import dataclasses
 import gc
 import secrets
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -124,6 +126,7 @@ class Gateway:
         await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
         await _load_relations(state)
+        state.extras["started_at"] = time.time()  # uptime on the console's Status page (GET /v1/about)
         self._state = state
         _freeze_heap()
         log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
@@ -192,6 +195,29 @@ class Gateway:
         principal.check_database(database)
         self.state.target(database)  # unknown_database
         return [s.as_dict() for s in await starter_questions(self.state, database, claims=principal.claims)]
+
+    def about(self, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """What an operator checks first: ``version``, ``started_at`` and ``uptime_s``, whether a store is
+        configured, and the LLM: ``model`` and, for a dba or admin only, ``endpoint`` (scheme, host and port
+        of ``llm.base_url``: never a path, user or password; an internal host name is not an analyst's
+        business). ``llm`` is null when none is configured."""
+        from urllib.parse import urlsplit
+
+        from gateway.auth import Role
+
+        self.check_scope(principal, Operation.SCHEMA)
+        state = self.state
+        started = float(state.extras.get("started_at", time.time()))
+        llm = state.settings.llm
+        out_llm: dict[str, Any] | None = None
+        if state.llm is not None:
+            out_llm = {"model": llm.model, "endpoint": None}
+            if principal.role.allows(Role.DBA):
+                parts = urlsplit(llm.base_url or "https://api.openai.com/v1")
+                port = f":{parts.port}" if parts.port else ""
+                out_llm["endpoint"] = f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else None
+        return {"version": __version__, "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
+                "uptime_s": round(time.time() - started, 1), "store": state.store is not None, "llm": out_llm}
 
     # --- answer history (the console's history and permalinks) ------------------------------------------
 

@@ -104,6 +104,19 @@ class DatabasesResponse(BaseModel):
     databases: list[DatabaseOut]
 
 
+class AboutLLM(BaseModel):
+    model: str | None
+    endpoint: str | None = Field(description="Scheme, host and port of the LLM endpoint; null for a client key.")
+
+
+class About(BaseModel):
+    version: str
+    started_at: str = Field(description="When this process's gateway opened (ISO 8601, UTC).")
+    uptime_s: float
+    store: bool = Field(description="Whether a feedback store is configured.")
+    llm: AboutLLM | None = Field(description="Null when no LLM is configured (only verified questions answer).")
+
+
 class AuditedAnswerOut(BaseModel):
     request_id: str
     database: str

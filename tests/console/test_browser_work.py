@@ -17,6 +17,7 @@ import asyncpg
 import httpx
 import pytest
 
+from gateway import __version__
 from gateway.auth import new_token
 from gateway.store import api_keys, examples
 from tests.conftest import PgServer
@@ -190,6 +191,8 @@ def test_status_warns_when_a_login_role_is_a_superuser(browser: Any, work_consol
     assert "owned" in ready.text and "demo:" not in ready.text
     assert find(browser, "#st-latency") and finds(browser, "#st-latency svg.spark")
     assert "owned" in find(browser, "#st-pools").text
+    assert find(browser, "#st-version").text == __version__
+    assert find(browser, "#st-llm-model").text == "scripted-model"  # a client key: the model, not the endpoint
     screenshot(browser, "status-warning")
     assert console_errors(browser) == []
 
@@ -256,3 +259,17 @@ def test_guideline_page_shows_the_shipped_text_in_force(browser: Any, work_conso
     assert text.text.splitlines()[0] == shipped.splitlines()[0]
     assert "In force for demo" in find(browser, "#gl-shipped-state").text
     assert console_errors(browser) == []
+
+
+def test_about_names_the_llm_endpoint_to_dbas_only(work_console: Console) -> None:
+    def about(role: str) -> dict[str, Any]:
+        r = httpx.get(f"{work_console.base}/v1/about", headers={"Authorization": f"Bearer {work_console.keys[role]}"},
+                      timeout=30)
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    client, dba = about("client"), about("dba")
+    assert client["version"] == dba["version"] == __version__ and client["store"] is True
+    assert client["llm"] == {"model": "scripted-model", "endpoint": None}
+    assert dba["llm"]["endpoint"].startswith("http://127.0.0.1:") and "/v1" not in dba["llm"]["endpoint"]
+    assert httpx.get(f"{work_console.base}/v1/about", timeout=30).status_code == 401

@@ -22,10 +22,11 @@ export async function show(root) {
     h("p", {}, `Readiness and the gateway's own metrics, refreshed every ${EVERY_MS / 1000} seconds.`), stamp, body));
   const refresh = async () => {
     try {
-      const [ready, text] = await Promise.all([get("../readyz", { allow: [503] }), get("../metrics")]);
+      const [ready, text, about] = await Promise.all([get("../readyz", { allow: [503] }), get("../metrics"),
+        get("../v1/about").catch(() => null)]);
       const m = parseMetrics(text);
       track(m);
-      render(body, ready, m);
+      render(body, ready, m, about);
       stamp.textContent = `Updated ${new Date().toLocaleTimeString()}.`;
     } catch (e) {
       stamp.textContent = `Could not refresh: ${e.message}`;
@@ -102,14 +103,17 @@ const secs = (v) => (v === null || v === undefined ? "–" : v >= 1 ? `≤ ${v} 
 
 function uptime(m) {
   const start = m.find((s) => s.name === "process_start_time_seconds");
-  if (!start) return "–";
-  let left = Math.max(0, Math.round(Date.now() / 1000 - start.value));
+  return start ? since(Date.now() / 1000 - start.value) : "–";
+}
+
+function since(seconds) {
+  let left = Math.max(0, Math.round(seconds));
   const d = Math.floor(left / 86400); left %= 86400;
   const hh = Math.floor(left / 3600); left %= 3600;
   return `${d ? `${d} d ` : ""}${hh} h ${Math.floor(left / 60)} min`;
 }
 
-function render(body, ready, m) {
+function render(body, ready, m, about) {
   const asked = sumBy(m, "nl2sql_ask_total", "database");
   const first = sumBy(m, "nl2sql_first_pass_ratio", "database"), final = sumBy(m, "nl2sql_final_pass_ratio", "database");
   const dbs = Object.keys(ready.databases || {});
@@ -117,8 +121,7 @@ function render(body, ready, m) {
   const roleProblems = Object.entries(ready.privileges || {}).filter(([, p]) => p && p.length);
   const state = ready.status !== "ok" ? "unavailable" : roleProblems.length ? "warn" : "ok";
   const inUse = sumBy(m, "nl2sql_pool_in_use", "database"), poolMax = sumBy(m, "nl2sql_pool_max", "database");
-  const errorsByCode = new Map();
-  for (const name of ["nl2sql_db_errors_total"]) for (const [k, v] of sumBy(m, name, "code")) errorsByCode.set(k, (errorsByCode.get(k) || 0) + v);
+  const errorsByCode = sumBy(m, "nl2sql_problems_total", "code");
   const httpErrors = [...sumBy(m, "nl2sql_requests_total", "status")].filter(([k]) => Number(k) >= 400);
   clear(body).append(
     h("p", { class: `ready ${state}`, id: "status-ready" },
@@ -127,14 +130,19 @@ function render(body, ready, m) {
       roleProblems.length ? ` — the database login role may do more than read: ${roleProblems.map(([d, p]) => `${d}: ${p.join(", ")}`).join("; ")}. ` +
         "Serve with a role that can only read (nl2sql-gateway rules grants shows the grants)." : ""),
     h("dl", { class: "kv", id: "st-process" },
-      h("dt", {}, "Uptime"), h("dd", { id: "st-uptime" }, uptime(m)),
+      h("dt", {}, "Version"), h("dd", { id: "st-version" }, about ? about.version : "–"),
+      h("dt", {}, "Uptime"), h("dd", { id: "st-uptime" }, about ? since(about.uptime_s) : uptime(m)),
+      h("dt", {}, "LLM"), h("dd", { id: "st-llm-model" }, !about ? "–" : about.llm
+        ? `${about.llm.model || "no model set"}${about.llm.endpoint ? ` at ${about.llm.endpoint}` : ""}`
+        : "none configured: only verified questions are answered"),
+      h("dt", {}, "Feedback store"), h("dd", {}, !about ? "–" : about.store ? "configured" : "not configured"),
       h("dt", {}, "Requests in flight"), h("dd", {}, String([...sumBy(m, "nl2sql_in_flight", null).values()][0] ?? 0))),
     h("section", { class: "stat", "aria-labelledby": "st-lat-t" }, h("h2", { id: "st-lat-t" }, `API latency per ${EVERY_MS / 1000} s`),
       h("table", { class: "grid", id: "st-latency" }, h("thead", {}, h("tr", {}, ["Quantile", "Last", "Over time"].map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", {}, Object.entries(series).map(([name, points]) => h("tr", {}, h("td", {}, name),
           h("td", {}, secs(points.length ? points[points.length - 1] : null)), h("td", {}, sparkline(points, `${name} latency over the last ${points.length} intervals`))))))),
     table("Connection pools", ["Database", "In use", "Max"], [...poolMax].map(([d, n]) => [d, String(inUse.get(d) || 0), String(n)]), "st-pools"),
-    table("Errors by problem code (database)", ["Code", "Count"], [...errorsByCode].map(([k, v]) => [k, String(v)]), "st-errors"),
+    table("Errors by problem code", ["Code", "Count"], [...errorsByCode].map(([k, v]) => [k, String(v)]), "st-errors"),
     table("Error responses by HTTP status", ["Status", "Count"], httpErrors.map(([k, v]) => [k, String(v)]), "st-http-errors"),
     h("p", { class: "big" }, "Questions answered: ", h("output", { id: "asked-total" }, String(total))),
     table("Databases", ["Database", "Readiness", "Questions", "First pass", "Final pass", "Privileges"],
