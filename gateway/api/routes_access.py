@@ -6,8 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from gateway import errors
-from gateway.api.deps import get_state
-from gateway.api.deps import get_gateway
+from gateway.api.deps import get_gateway, get_state
 from gateway.api.models import About, WhoAmI
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
