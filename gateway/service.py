@@ -200,7 +200,8 @@ class Gateway:
         """What an operator checks first: ``version``, ``started_at`` and ``uptime_s``, whether a store is
         configured, and the LLM: ``model`` and, for a dba or admin only, ``endpoint`` (scheme, host and port
         of ``llm.base_url``: never a path, user or password; an internal host name is not an analyst's
-        business). ``llm`` is null when none is configured."""
+        business). ``llm`` is null when none is configured. ``latency``: this process's API latency per
+        10 s, the last ten minutes (:mod:`gateway.observability.latency`)."""
         from urllib.parse import urlsplit
 
         from gateway.auth import Role
@@ -216,8 +217,11 @@ class Gateway:
                 parts = urlsplit(llm.base_url or "https://api.openai.com/v1")
                 port = f":{parts.port}" if parts.port else ""
                 out_llm["endpoint"] = f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else None
+        from gateway.observability.latency import HISTORY
+
         return {"version": __version__, "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
-                "uptime_s": round(time.time() - started, 1), "store": state.store is not None, "llm": out_llm}
+                "uptime_s": round(time.time() - started, 1), "store": state.store is not None, "llm": out_llm,
+                "latency": HISTORY.points()}
 
     # --- answer history (the console's history and permalinks) ------------------------------------------
 

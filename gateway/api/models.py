@@ -109,12 +109,22 @@ class AboutLLM(BaseModel):
     endpoint: str | None = Field(description="Scheme, host and port of the LLM endpoint; null for a client key.")
 
 
+class LatencyPoint(BaseModel):
+    t: str = Field(description="The interval's start (ISO 8601, UTC).")
+    n: int = Field(description="Requests finished in the interval.")
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+
 class About(BaseModel):
     version: str
     started_at: str = Field(description="When this process's gateway opened (ISO 8601, UTC).")
     uptime_s: float
     store: bool = Field(description="Whether a feedback store is configured.")
     llm: AboutLLM | None = Field(description="Null when no LLM is configured (only verified questions answer).")
+    latency: list[LatencyPoint] = Field(default_factory=list, description="This process's `/v1` and `/mcp` "
+                                        "latency per 10 s interval, oldest first, the last ten minutes.")
 
 
 class AuditedAnswerOut(BaseModel):

@@ -273,3 +273,5 @@ def test_about_names_the_llm_endpoint_to_dbas_only(work_console: Console) -> Non
     assert client["llm"] == {"model": "scripted-model", "endpoint": None}
     assert dba["llm"]["endpoint"].startswith("http://127.0.0.1:") and "/v1" not in dba["llm"]["endpoint"]
     assert httpx.get(f"{work_console.base}/v1/about", timeout=30).status_code == 401
+    # This process's latency history: the requests above (and the module's) are in it.
+    assert dba["latency"] and dba["latency"][-1]["n"] >= 1 and dba["latency"][-1]["p99_ms"] is not None

@@ -94,7 +94,8 @@ function sparkline(points, label) {
   const known = points.map((v, i) => [i, v]).filter(([, v]) => v !== null);
   const max = Math.max(0.001, ...known.map(([, v]) => v));
   const line = document.createElementNS(SVG, "polyline");
-  line.setAttribute("points", known.map(([i, v]) => `${(120 * i) / Math.max(1, KEEP - 1)},${26 - (24 * v) / max}`).join(" "));
+  const span = Math.max(1, points.length - 1, KEEP - 1);
+  line.setAttribute("points", known.map(([i, v]) => `${(120 * i) / span},${26 - (24 * v) / max}`).join(" "));
   svg.append(line);
   return svg;
 }
@@ -112,6 +113,23 @@ function since(seconds) {
   const hh = Math.floor(left / 3600); left %= 3600;
   return `${d ? `${d} d ` : ""}${hh} h ${Math.floor(left / 60)} min`;
 }
+
+// The gateway's own history (GET /v1/about: per 10 s, ten minutes, kept across page loads) when it has one;
+// else what this page computed from /metrics since it opened.
+function latencyTable(about) {
+  const server = about && about.latency && about.latency.length > 1;
+  const rows = server
+    ? ["p50", "p95", "p99"].map((q) => [q, about.latency.map((p) => (p[`${q}_ms`] === null ? null : p[`${q}_ms`] / 1000))])
+    : Object.entries(series);
+  return h("section", { class: "stat", "aria-labelledby": "st-lat-t" },
+    h("h2", { id: "st-lat-t" }, server ? "API latency per 10 s (last 10 min)" : `API latency per ${EVERY_MS / 1000} s`),
+    h("table", { class: "grid", id: "st-latency" }, h("thead", {}, h("tr", {}, ["Quantile", "Last", "Over time"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, rows.map(([name, points]) => h("tr", {}, h("td", {}, name),
+        h("td", {}, server ? ms(points[points.length - 1]) : secs(points.length ? points[points.length - 1] : null)),
+        h("td", {}, sparkline(points, `${name} latency over the last ${points.length} intervals`)))))));
+}
+
+const ms = (v) => (v === null || v === undefined ? "–" : v >= 1 ? `${v.toFixed(2)} s` : `${Math.round(v * 1000)} ms`);
 
 function render(body, ready, m, about) {
   const asked = sumBy(m, "nl2sql_ask_total", "database");
@@ -137,10 +155,7 @@ function render(body, ready, m, about) {
         : "none configured: only verified questions are answered"),
       h("dt", {}, "Feedback store"), h("dd", {}, !about ? "–" : about.store ? "configured" : "not configured"),
       h("dt", {}, "Requests in flight"), h("dd", {}, String([...sumBy(m, "nl2sql_in_flight", null).values()][0] ?? 0))),
-    h("section", { class: "stat", "aria-labelledby": "st-lat-t" }, h("h2", { id: "st-lat-t" }, `API latency per ${EVERY_MS / 1000} s`),
-      h("table", { class: "grid", id: "st-latency" }, h("thead", {}, h("tr", {}, ["Quantile", "Last", "Over time"].map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", {}, Object.entries(series).map(([name, points]) => h("tr", {}, h("td", {}, name),
-          h("td", {}, secs(points.length ? points[points.length - 1] : null)), h("td", {}, sparkline(points, `${name} latency over the last ${points.length} intervals`))))))),
+    latencyTable(about),
     table("Connection pools", ["Database", "In use", "Max"], [...poolMax].map(([d, n]) => [d, String(inUse.get(d) || 0), String(n)]), "st-pools"),
     table("Errors by problem code", ["Code", "Count"], [...errorsByCode].map(([k, v]) => [k, String(v)]), "st-errors"),
     table("Error responses by HTTP status", ["Status", "Count"], httpErrors.map(([k, v]) => [k, String(v)]), "st-http-errors"),
