@@ -261,6 +261,20 @@ def test_guideline_page_shows_the_shipped_text_in_force(browser: Any, work_conso
     assert console_errors(browser) == []
 
 
+def test_no_sideways_scrolling_at_768_px_on_the_dba_pages(browser: Any, work_console: Console) -> None:
+    browser.set_window_size(768, 1000)
+    try:
+        for page, ready in (("schema", "#schema-body details"), ("rules", "#rules-check"),
+                            ("guideline", "#gl-shipped-text"), ("sql", "#sql-text")):
+            browser.get(work_console.url + "#status")
+            browser.get(work_console.url + f"#{page}")
+            wait(browser, visible(ready), f"the {page} page")
+            width = browser.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+            assert width[0] <= width[1], f"{page}: {width}"
+    finally:
+        browser.set_window_size(1280, 900)
+
+
 def test_about_names_the_llm_endpoint_to_dbas_only(work_console: Console) -> None:
     def about(role: str) -> dict[str, Any]:
         r = httpx.get(f"{work_console.base}/v1/about", headers={"Authorization": f"Bearer {work_console.keys[role]}"},
