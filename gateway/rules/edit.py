@@ -137,6 +137,7 @@ def write(rules_dir: Path, database: str, text: str) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix=".console-", suffix=".tmp", dir=path.parent)
         try:
+            os.fchmod(fd, 0o644)  # as a DBA's editor would leave it (mkstemp makes it private to the gateway)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 out.write(text)
             os.replace(temporary, path)
