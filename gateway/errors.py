@@ -171,6 +171,20 @@ class RulesUnavailable(GatewayError):
     code, status, title, retry_after = "rules_unavailable", 503, "The database's rules cannot be read", 5
 
 
+class RulesInvalid(GatewayError):
+    """A rules edit from the console that ``rules check`` would reject; ``extra['problems']`` lists them
+    (file, line, message). Nothing was written."""
+
+    code, status, title = "rules_invalid", 422, "The rules edit does not pass rules check"
+
+
+class RulesReadOnly(GatewayError):
+    """The rules folder cannot be written by the gateway (a read-only mount, a ConfigMap): edit the files
+    where they are kept. ``extra['folder']`` names it."""
+
+    code, status, title = "rules_read_only", 409, "The rules folder is read-only"
+
+
 class Overloaded(GatewayError):
     code, status, title, retry_after = "overloaded", 503, "Gateway overloaded", 1
 

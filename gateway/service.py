@@ -24,8 +24,10 @@ import asyncio
 import dataclasses
 import gc
 import secrets
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -133,6 +135,7 @@ class Gateway:
         await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
         await _load_relations(state)
+        state.extras["started_at"] = time.time()  # uptime on the console's Status page (GET /v1/about)
         self._state = state
         _freeze_heap()
         log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
@@ -191,6 +194,62 @@ class Gateway:
             schema["tables"] = [t for t in schema.get("tables", [])
                                 if t["name"].lower() in wanted or f"{t['schema']}.{t['name']}".lower() in wanted]
         return schema
+
+    async def starters(self, database: str, *, principal: Principal = ANONYMOUS) -> list[dict[str, str]]:
+        """Starter questions for ``database`` (see :mod:`gateway.starters`): ``question`` and ``source`` each.
+        Needs the ``ask`` scope and the database; a caller under a row policy gets none."""
+        from gateway.starters import starter_questions
+
+        self.check_scope(principal, Operation.ASK)
+        principal.check_database(database)
+        self.state.target(database)  # unknown_database
+        return [s.as_dict() for s in await starter_questions(self.state, database, role=principal.pg_role,
+                                                             claims=principal.claims)]
+
+    def about(self, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """What an operator checks first: ``version``, ``started_at`` and ``uptime_s``, whether a store is
+        configured, and the LLM: ``model`` and, for a dba or admin only, ``endpoint`` (scheme, host and port
+        of ``llm.base_url``: never a path, user or password; an internal host name is not an analyst's
+        business). ``llm`` is null when none is configured. ``latency``: this process's API latency per
+        10 s, the last ten minutes (:mod:`gateway.observability.latency`)."""
+        from urllib.parse import urlsplit
+
+        from gateway.auth import Role
+
+        self.check_scope(principal, Operation.SCHEMA)
+        state = self.state
+        started = float(state.extras.get("started_at", time.time()))
+        llm = state.settings.llm
+        out_llm: dict[str, Any] | None = None
+        if state.llm is not None:
+            out_llm = {"model": llm.model, "endpoint": None}
+            if principal.role.allows(Role.DBA):
+                parts = urlsplit(llm.base_url or "https://api.openai.com/v1")
+                port = f":{parts.port}" if parts.port else ""
+                out_llm["endpoint"] = f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else None
+        from gateway.observability.latency import HISTORY
+
+        return {"version": __version__, "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
+                "uptime_s": round(time.time() - started, 1), "store": state.store is not None, "llm": out_llm,
+                "latency": HISTORY.points()}
+
+    # --- answer history (the console's history and permalinks) ------------------------------------------
+
+    async def history(self, *, limit: int = 50, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        """The principal's own latest audited answers, newest first (question, database, status, SQL, when;
+        never rows). Raises ``store_not_configured`` without a store."""
+        from gateway import history
+
+        self.check_scope(principal, Operation.ASK)
+        return await history.recent(self.state, principal, limit)
+
+    async def audited_answer(self, request_id: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """One audited answer by request id, for its owner, or a dba/admin of its database without row-policy
+        values (see :mod:`gateway.history`); ``unknown_request`` for anyone else, as for an unknown id."""
+        from gateway import history
+
+        self.check_scope(principal, Operation.ASK)
+        return await history.one(self.state, principal, request_id)
 
     # --- SQL a client wrote ---------------------------------------------------------------------------
 
@@ -550,6 +609,65 @@ class Gateway:
             "privileges": privileges,
         }
 
+    async def edit_rules(self, database: str, hidden_columns: Sequence[str], instructions: Sequence[str],
+                         limits: dict[str, int], *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """Replace ``database``'s console rule file (``rules/<database>/console.yaml``, see
+        :mod:`gateway.rules.edit`) with these hidden columns, instructions and limits; returns :meth:`rules`.
+
+        Only a dba or admin that may use the database (``forbidden`` otherwise). Validated like ``rules
+        check`` against the live schema together with the other rule files (``rules_invalid`` with the
+        problems, nothing written); ``rules_read_only`` when the folder cannot be written. Audited: a log
+        line, and a ``rules_edits`` row in the store when there is one. In force from the next question.
+        """
+        from gateway.auth import Role
+        from gateway.rules import edit
+        from gateway.store import rules_edits
+
+        self.check_scope(principal, Operation.SCHEMA)
+        if not principal.role.allows(Role.DBA):
+            raise errors.Forbidden("editing rules needs a dba or admin key")
+        principal.check_database(database)
+        state = self.state
+        target = state.target(database)
+        folder = state.settings.rules_dir
+        wanted = edit.RulesEdit(sorted({n.strip().lower() for n in hidden_columns if n.strip()}),
+                                [i.strip() for i in instructions if i.strip()], dict(limits))
+        shape = edit.shape_problems(wanted)
+        if shape:
+            raise errors.RulesInvalid("; ".join(shape), problems=[{"file": "", "line": 0, "message": m} for m in shape])
+        before = edit.current(folder, database)
+        text = edit.render(wanted, before)
+        problems = edit.validate(folder, database, text, await introspect(target, everything=True))
+        if problems:
+            raise errors.RulesInvalid(
+                "rules check rejects this edit: " + "; ".join(p.message for p in problems[:5]),
+                problems=[{"file": p.file, "line": p.line, "message": p.message} for p in problems])
+        path = edit.write(folder, database, text)
+        actor = principal.owner  # user:<id>, key:<id> or name:<name>: who edited, whoever it is
+        log.info("rules_edited", database=database, actor=actor, file=str(path), before=before.as_dict(),
+                 after=wanted.as_dict())
+        if state.store is not None:
+            try:
+                await rules_edits.record(state.store.pool, database=database, actor=actor, file=str(path),
+                                         before=before.as_dict(), after=wanted.as_dict())
+            except Exception as exc:  # noqa: BLE001 - the file is written; the log line above keeps the trail
+                log.warning("rules_edit_not_recorded", database=database, error=repr(exc))
+        if state.rules is not None:
+            state.rules.status(database)  # reload now: the answer shows the rules in force
+        return await self.rules(database, principal=principal)
+
+    def console_rules(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """What the console's rule file of ``database`` holds now (dba or admin)."""
+        from gateway.auth import Role
+        from gateway.rules import edit
+
+        self.check_scope(principal, Operation.SCHEMA)
+        if not principal.role.allows(Role.DBA):
+            raise errors.Forbidden("reading the console's rules needs a dba or admin key")
+        principal.check_database(database)
+        self.state.target(database)
+        return edit.current(self.settings.rules_dir, database).as_dict()
+
     # --- conversations ----------------------------------------------------------------------------------
 
     async def conversation(self, q: Question) -> Thread | None:
@@ -569,6 +687,19 @@ class Gateway:
     async def guideline_in_force(self, database: str | None = None) -> lifecycle.InForce:
         """Which guideline ``database`` uses now: its own version, the global one or the shipped file."""
         return await lifecycle.in_force(self.state, store_of(self.state.store), database)
+
+    async def shipped_guideline(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, str]:
+        """The shipped guideline file ``database`` falls back to (``<guidelines_dir>/<database>.md``, else
+        ``default.md``): ``database``, ``version`` (``default`` or ``file:<name>``) and ``text``. Works
+        without a store; needs the database (the console's Guideline page shows it as "in force" when no
+        stored version is active)."""
+        from gateway.context.sources import FileGuidelineSource
+
+        self.check_scope(principal, Operation.SCHEMA)
+        principal.check_database(database)
+        self.state.target(database)  # unknown_database
+        found = await FileGuidelineSource(self.settings.guidelines_dir).active(database)
+        return {"database": database, "version": found.version, "text": found.text}
 
     async def guideline_events(self, database: str | None = None, *, only_global: bool = False,
                                limit: int = 100) -> list[GuidelineEvent]:

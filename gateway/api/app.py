@@ -27,6 +27,7 @@ from gateway.api import (
     routes_feedback,
     routes_guidelines,
     routes_health,
+    routes_history,
     routes_resource,
     routes_rules,
     routes_sql,
@@ -156,6 +157,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_access.router)
     app.include_router(routes_resource.router)  # OAuth metadata for MCP connectors ([auth.oidc])
     app.include_router(routes_rules.router)
+    app.include_router(routes_history.router)
     app.router.routes.append(mcp.route)
     docs.install(app)
     console.install(app)  # /console: the web console, a client of the routes above

@@ -104,6 +104,71 @@ class DatabasesResponse(BaseModel):
     databases: list[DatabaseOut]
 
 
+class AboutLLM(BaseModel):
+    model: str | None
+    endpoint: str | None = Field(description="Scheme, host and port of the LLM endpoint; null for a client key.")
+
+
+class LatencyPoint(BaseModel):
+    t: str = Field(description="The interval's start (ISO 8601, UTC).")
+    n: int = Field(description="Requests finished in the interval.")
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+
+class About(BaseModel):
+    version: str
+    started_at: str = Field(description="When this process's gateway opened (ISO 8601, UTC).")
+    uptime_s: float
+    store: bool = Field(description="Whether a feedback store is configured.")
+    llm: AboutLLM | None = Field(description="Null when no LLM is configured (only verified questions answer).")
+    latency: list[LatencyPoint] = Field(default_factory=list, description="This process's `/v1` and `/mcp` "
+                                        "latency per 10 s interval, oldest first, the last ten minutes.")
+
+
+class AuditedAnswerOut(BaseModel):
+    request_id: str
+    database: str
+    question: str
+    status: str = Field(description="The answer's final status (`ok`, `suspicious`, `failed` ...).")
+    sql: str | None = Field(description="The chosen attempt's SQL (rows are never kept: run it again to see them).")
+    attempts: list[dict[str, Any]] = Field(description="Every attempt: SQL, findings, timings (no rows).")
+    guideline_version: str | None
+    created_at: str | None = Field(description="When it was answered (ISO 8601).")
+    yours: bool | None = Field(default=None, description="On `GET /v1/answers/{request_id}`: whether the caller "
+                               "asked it (a dba may see others' answers on its databases).")
+
+
+class HistoryResponse(BaseModel):
+    answers: list[AuditedAnswerOut]
+
+
+class ConsoleRules(RequestBody):
+    hidden_columns: list[str] = Field(default_factory=list, max_length=1000,
+                                      description="`table.column` names to hide (the console's file only; "
+                                      "columns other rule files hide stay hidden).")
+    instructions: list[str] = Field(default_factory=list, max_length=200,
+                                    description="Instructions to the model, in order, after the other files'.")
+    limits: dict[str, int] = Field(default_factory=dict, description="`max_rows`, `max_joins`, "
+                                   "`max_subquery_depth`: only ones no other rule file of the database sets.")
+
+
+class ShippedGuideline(BaseModel):
+    database: str
+    version: str = Field(description="`default` (default.md) or `file:<database>.md`, as answers report it.")
+    text: str
+
+
+class StarterOut(BaseModel):
+    question: str = Field(description="A question the database is known to answer well, as stored.")
+    source: str = Field(description="Where it comes from: `verified` (an approved example).")
+
+
+class StartersResponse(BaseModel):
+    starters: list[StarterOut]
+
+
 class Problem(BaseModel):
     """An ``application/problem+json`` body (RFC 9457) with the gateway's stable ``code``."""
 
@@ -366,6 +431,14 @@ class ExampleOut(BaseModel):
     reviewed_by: str | None = Field(description="The dba or admin who approved or rejected it.")
     reviewed_at: str | None
     review_note: str | None = Field(description="Why, in the reviewer's words.")
+    verdict: str | None = Field(default=None, description="On `GET /v1/examples`: the analyst's verdict on the "
+                                "original answer (`correct` / `incorrect`), when it came from feedback.")
+    note: str | None = Field(default=None, description="On `GET /v1/examples`: the analyst's note for the DBA.")
+    original_sql: str | None = Field(default=None, description="On `GET /v1/examples`: the SQL of the answer "
+                                     "the example came from (beside a correction, the SQL it corrects).")
+    original_status: str | None = Field(default=None, description="On `GET /v1/examples`: that answer's status.")
+    original_row_count: int | None = Field(default=None, description="On `GET /v1/examples`: how many rows it "
+                                           "returned (the audit keeps no rows).")
 
 
 class ExampleList(BaseModel):
@@ -392,6 +465,9 @@ class WhoAmI(BaseModel):
                                      "API key (not scope-limited).")
     policy: dict[str, str] = Field(default_factory=dict, description="The row-policy values taken from the "
                                    "token (name -> value), the caller's own.")
+    store: bool = Field(default=False, description="Whether a feedback store is configured: without one, "
+                        "feedback, conversations and example review answer `store_not_configured` (the console "
+                        "then offers none of them).")
 
 
 class ConditionOut(BaseModel):

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query
 
 from gateway import errors
-from gateway.api.deps import get_state
+from gateway.api.deps import get_gateway, get_state
 from gateway.api.models import (
     ActivateRequest,
     GuidelineDetail,
@@ -23,12 +23,14 @@ from gateway.api.models import (
     RegressionReports,
     ResetRequest,
     RollbackRequest,
+    ShippedGuideline,
 )
 from gateway.api.problems import openapi_responses
 from gateway.auth import ALL_DATABASES, Principal, Role
 from gateway.auth.access import authorize
 from gateway.feedback import store_of
 from gateway.magic import lifecycle
+from gateway.service import Gateway
 from gateway.state import GatewayState
 from gateway.store import guidelines, regressions
 from gateway.store.guidelines import GuidelineVersion
@@ -137,6 +139,18 @@ async def list_events(database: DatabaseQuery = None, scope: ScopeQuery = "all",
                                         only_global=_only_global(scope, database), limit=limit)
     return GuidelineEvents(events=[GuidelineEventOut(**e.as_dict()) for e in found
                                    if e.database is None or principal.may_use(e.database)])
+
+
+@router.get("/shipped", response_model=ShippedGuideline, summary="The shipped guideline file a database falls back to",
+            description="The text of `<guidelines_dir>/<database>.md`, else `default.md`: what the database's "
+            "questions use while neither its own nor a global stored version is active (see `in_force` on "
+            "`GET /v1/guidelines?database=`). Needs no store.",
+            responses=openapi_responses(errors.Unauthorized, errors.Forbidden, errors.UnknownDatabase))
+async def get_shipped(database: Annotated[str, Query(min_length=1, max_length=128, pattern=r"^[^\x00]*$",
+                                                     description="The database whose fallback file to show.")],
+                      gateway: Gateway = Depends(get_gateway),
+                      principal: Principal = Depends(authorize)) -> ShippedGuideline:
+    return ShippedGuideline(**await gateway.shipped_guideline(database, principal=principal))
 
 
 @router.get("/{version}", response_model=GuidelineDetail, summary="One version: text, provenance, evaluation",

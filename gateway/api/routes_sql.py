@@ -13,7 +13,14 @@ from starlette.responses import Response, StreamingResponse
 from gateway import errors
 from gateway.api.deps import get_gateway
 from gateway.api.disconnect import cancel_on_disconnect
-from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, SqlRequest, SqlResponse
+from gateway.api.models import (
+    CheckRequest,
+    CheckResponse,
+    DatabasesResponse,
+    SqlRequest,
+    SqlResponse,
+    StartersResponse,
+)
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
@@ -132,3 +139,18 @@ async def get_schema(name: str, gateway: Gateway = Depends(get_gateway),
                      principal: Principal = Depends(authorize)) -> Response:
     schema = await gateway.schema(name, principal=principal)
     return Response(json.dumps(schema, default=str), media_type="application/json")
+
+
+@router.get(
+    "/databases/{name}/starters",
+    response_model=StartersResponse,
+    summary="Starter questions for a database",
+    description="Questions the database is known to answer well, to offer before the first question: its "
+    "verified (approved) questions, oldest first, at most 8; these also answer without an LLM when "
+    "`store.exact_match_answers` is on. Empty without a store, and for a caller under a row policy (stored "
+    "questions may name another tenant's values).",
+    responses=openapi_responses(*AUTH, errors.UnknownDatabase),
+)
+async def get_starters(name: str, gateway: Gateway = Depends(get_gateway),
+                       principal: Principal = Depends(authorize)) -> StartersResponse:
+    return StartersResponse.model_validate({"starters": await gateway.starters(name, principal=principal)})

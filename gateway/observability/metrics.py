@@ -5,6 +5,8 @@ Requests and SQL
 - ``nl2sql_request_seconds{endpoint}``: HTTP request latency.
 - ``nl2sql_db_seconds{database}``: time spent in the database per query (acquire excluded).
 - ``nl2sql_db_errors_total{database,code}``: queries that failed, by problem code.
+- ``nl2sql_problems_total{code}``: problem responses (``application/problem+json``) by problem code, whatever
+  the route (the console's Status page shows them).
 - ``nl2sql_safety_blocks_total{code}``: statements refused by the safety check, by finding code.
 - ``nl2sql_pool_size{database}`` / ``nl2sql_pool_in_use{database}``: connections open / checked out.
 - ``nl2sql_pool_max{database}``: the pool's configured maximum (``pool_max_size``); in use / max near 1
@@ -83,6 +85,7 @@ REQUEST_SECONDS = Histogram(
 DB_SECONDS = Histogram(
     "nl2sql_db_seconds", "Time spent executing queries in the database.", ["database"], buckets=LATENCY_BUCKETS
 )
+PROBLEMS = Counter("nl2sql_problems_total", "Problem responses by problem code.", ["code"])
 DB_ERRORS = Counter("nl2sql_db_errors_total", "Queries that failed, by problem code.", ["database", "code"])
 SAFETY_BLOCKS = Counter("nl2sql_safety_blocks_total", "Statements refused by the safety check.", ["code"])
 POOL_SIZE = Gauge("nl2sql_pool_size", "Connections open in the pool.", ["database"], multiprocess_mode="livesum")

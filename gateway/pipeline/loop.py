@@ -113,23 +113,30 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     rules = state.ruleset(q.database)
     policy_now = state.policy(q.database)
     hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
-    if not earlier.prompt:  # a follow-up's words mean nothing alone
+    try:
+        llm, model = llm_for(state, target)
+        missing: errors.LLMNotConfigured | None = None
+    except errors.LLMNotConfigured as exc:
+        missing = exc
+    # A follow-up's words mean nothing alone, so with an LLM it is the model's to read in context; without
+    # one, a follow-up asked exactly as a template's or a verified question is that question (nothing else
+    # could answer it).
+    standalone = not earlier.prompt or missing is not None
+    if standalone:
         offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
         # A DBA's template first: its answer is labelled trusted (gateway.pipeline.trusted).
         trusted = await answer_trusted(state, q, policy, on_attempt, offline.check_and_run)
         if trusted is not None:
             return trusted
-    if state.settings.store.exact_match_answers and not earlier.prompt:
+    if state.settings.store.exact_match_answers and standalone:
         offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
         verified = await answer_verified(state, q, policy, on_attempt, offline.check_and_run)
         if verified is not None:
             return verified
-    try:
-        llm, model = llm_for(state, target)
-    except errors.LLMNotConfigured as exc:
+    if missing is not None:
         if state.settings.store.exact_match_answers:  # the demo's offline mode: say what does work
-            raise await offline_answers_only(state, q, exc) from None
-        raise
+            raise await offline_answers_only(state, q, missing) from None
+        raise missing
     # The owner's daily tokens, before the LLM is called at all.
     await token_budget.check(state.store, state.settings.llm, q.client)
     # Built from what the caller's role and row policy let it read (gateway.context.scope).

@@ -5,6 +5,7 @@ import { ApiError, get, session } from "./api.js";
 import * as oidc from "./oidc.js";
 import { clear, h } from "./dom.js";
 import * as ask from "./ask.js";
+import * as sqltab from "./sqltab.js";
 import * as schema from "./schema.js";
 import * as rules from "./rules.js";
 import * as guideline from "./guideline.js";
@@ -16,6 +17,7 @@ const RANK = { client: 1, dba: 2, admin: 3 };
 // Each page and the least role its API calls need (gateway/auth/access.py); Status reads public endpoints.
 const PAGES = {
   ask: { module: ask, role: "client", title: "Ask" },
+  sql: { module: sqltab, role: "client", title: "SQL" },
   schema: { module: schema, role: "dba", title: "Schema" },
   rules: { module: rules, role: "dba", title: "Rules and examples" },
   trusted: { module: trusted, role: "client", title: "Trusted" },
@@ -88,13 +90,15 @@ async function signOut() {
 
 function route() {
   if (!me) return;
-  // "#page" or "#page/param" (a page about one thing, such as #regressions/3)
-  let [name, param] = (location.hash.slice(1) || "ask").split("/", 2);
-  if (!PAGES[name]) name = "ask";
+  // #page or #page/param (a permalink: #ask/<request id>)
+  const [asked, ...rest] = location.hash.slice(1).split("/");
+  let name = asked || "ask";
+  let param = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  if (!PAGES[name]) { name = "ask"; param = null; }
   if (!allowed(name)) {
     const asked = name;
     name = Object.keys(PAGES).find(allowed);
-    param = undefined;
+    param = null;
     notice(`That page needs a ${PAGES[asked]?.role || "different"} key; your key's role is ${me.role}.`);
   } else notice("");
   if (current && current.leave) current.leave();
