@@ -63,6 +63,7 @@ _CODECS: tuple[tuple[str, Literal["binary", "tuple", "text"], Callable[[Any], An
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
+    await statements.detect_pooler(conn)
     for type_name, wire, encoder, decoder in _CODECS:
         await conn.set_type_codec(type_name, schema="pg_catalog", encoder=encoder, decoder=decoder, format=wire)
 

@@ -210,6 +210,8 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
         acquired = time.perf_counter()
         session = statements.session_of(conn)
         session.reset_done = False
+        if session.pooled:
+            partition = None  # behind a transaction pooler nothing outlives the transaction: keep nothing
         # What the driver receives is charged as it arrives, before it is decoded (gateway.execute.wire).
         meter = wire.attach(conn, lease, target.settings.limits.max_result_bytes, lambda: _too_large(target))
         try:
