@@ -53,6 +53,7 @@ from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
 from gateway.settings import Settings
+from gateway.shared_limits import SharedRateLimits
 from gateway.state import GatewayState
 from gateway.store import guidelines
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
@@ -118,7 +119,9 @@ class Gateway:
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
         stack.push_async_callback(state.auth.aclose)  # its connections to the authorization server, if any
-        state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
+        # per key (or address), in memory per process; with backpressure.shared, key and user buckets in the store
+        state.rate_limits = (SharedRateLimits(settings.backpressure, lambda: state.store)
+                             if settings.backpressure.shared else RateLimits(settings.backpressure))
         # None when no endpoint is configured: asking then answers llm_not_configured
         state.llm = await stack.enter_async_context(open_llm(settings.llm))
         await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC

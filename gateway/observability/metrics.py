@@ -128,6 +128,11 @@ SCHEMA_STALE = Counter("nl2sql_schema_stale_total", "Questions answered from a s
 IN_FLIGHT = Gauge("nl2sql_in_flight", "Requests being served now (health and metrics excluded).",
                   multiprocess_mode="livesum")
 REJECTED = Counter("nl2sql_rejected_total", "Requests shed by backpressure, by reason.", ["reason"])
+SHARED_LIMITS_DEGRADED = Gauge("nl2sql_shared_limits_degraded", "1 while shared rate limits cannot reach the "
+                               "store and run on the fallback (backpressure.shared_fail_open).",
+                               multiprocess_mode="livemax")
+SHARED_LIMIT_LEASES = Counter("nl2sql_shared_limit_leases_total", "Token leases asked of the store by shared "
+                              "rate limits, by outcome (granted, empty, failed).", ["outcome"])
 
 FEEDBACK = Counter("nl2sql_feedback_total", "Feedback received, by verdict.", ["database", "verdict"])
 FEEDBACK_ACCURACY = Gauge("nl2sql_feedback_accuracy_ratio", "Share of correct verdicts in feedback.", ["database"],
