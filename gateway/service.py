@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import gc
 import secrets
 from collections.abc import AsyncIterator, Sequence
@@ -56,6 +57,7 @@ from gateway.settings import Settings
 from gateway.shared_limits import SharedRateLimits
 from gateway.state import GatewayState
 from gateway.store import guidelines
+from gateway.store.changes import ChangeFeed
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 
 __all__ = ["Gateway"]
@@ -125,6 +127,11 @@ class Gateway:
         # None when no endpoint is configured: asking then answers llm_not_configured
         state.llm = await stack.enter_async_context(open_llm(settings.llm))
         await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
+        if state.store is not None:  # what other replicas change reaches this one within a second
+            feed = ChangeFeed(settings.store, functools.partial(_changed, state))
+            await feed.start()
+            stack.push_async_callback(feed.close)
+            state.extras["changes"] = feed
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
         await _load_relations(state)
         self._state = state
@@ -378,6 +385,9 @@ class Gateway:
                                 "privileges": privileges}
         if rules:
             body["rules"] = rules
+        feed = state.extras.get("changes")
+        if feed is not None:  # the store versions this replica serves: one behind the others lags
+            body["changes"] = feed.report()
         return ready, body
 
 
@@ -528,3 +538,14 @@ def _freeze_heap() -> None:
     _heap["frozen"] = True
     gc.collect()  # garbage of the start-up first, so that it is not frozen with the rest
     gc.freeze()
+
+
+def _changed(state: GatewayState, kind: str, detail: str) -> None:
+    """Drop what this replica cached of a change another replica (or the CLI) made in the store."""
+    if kind == "keys" and state.auth is not None:
+        state.auth.forget(detail or None)
+    elif kind == "guidelines":
+        invalidate = getattr(state.guidelines, "invalidate", None)
+        if invalidate is not None:
+            invalidate()
+    log.info("store_change_applied", kind=kind, detail=detail or "all")

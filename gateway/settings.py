@@ -230,6 +230,12 @@ class StoreSettings(BaseModel):
         default=False, description="Answer a question that exactly matches a verified example (same database, "
         "same words ignoring case, spaces and final punctuation) with its verified SQL, without the LLM."
     )
+    change_recheck_s: float = Field(
+        default=5.0, gt=0, description="Changes other replicas make (key revocation, guideline activation, "
+        "example approval) arrive at once through LISTEN/NOTIFY on a connection of its own straight to the store "
+        "(not through a transaction pooler); every this many seconds the versions are also re-read, so a lost "
+        "notification (or connection) delays a change at most this long."
+    )
     conversation_retention_days: float = Field(
         default=30.0, gt=0, description="A conversation (its turns: questions, SQL, result shapes) is kept this "
         "long after its latest turn; older ones answer unknown_conversation and are deleted when a new "

@@ -128,6 +128,9 @@ SCHEMA_STALE = Counter("nl2sql_schema_stale_total", "Questions answered from a s
 IN_FLIGHT = Gauge("nl2sql_in_flight", "Requests being served now (health and metrics excluded).",
                   multiprocess_mode="livesum")
 REJECTED = Counter("nl2sql_rejected_total", "Requests shed by backpressure, by reason.", ["reason"])
+STORE_CHANGE_VERSION = Gauge("nl2sql_store_change_version", "The store's change version (keys, guidelines, "
+                             "examples) this process serves; a replica behind the others lags.", ["kind"],
+                             multiprocess_mode="livemin")
 SHARED_LIMITS_DEGRADED = Gauge("nl2sql_shared_limits_degraded", "1 while shared rate limits cannot reach the "
                                "store and run on the fallback (backpressure.shared_fail_open).",
                                multiprocess_mode="livemax")

@@ -28,3 +28,36 @@ BEGIN
     UPDATE rate_buckets SET tokens = avail - granted, at = greatest(now_, last) WHERE key = p_key;
 END
 $$;
+
+-- Changes every replica must see within a second: a version per kind, bumped by triggers on the tables
+-- whatever writes them (a replica, the CLI, a DBA's psql), and announced on the channel nl2sql_changes as
+-- '<kind>:<version>:<detail>' (detail: the API key's id; the database of a guideline, '' for the global
+-- one). Replicas LISTEN on a direct connection and re-read this table periodically, in case a notification
+-- was lost.
+CREATE TABLE store_changes (
+    kind    text PRIMARY KEY,
+    version bigint NOT NULL DEFAULT 0
+);
+INSERT INTO store_changes (kind) VALUES ('keys'), ('guidelines'), ('examples');
+
+CREATE FUNCTION note_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    v      bigint;
+    detail text;
+BEGIN
+    UPDATE store_changes SET version = version + 1 WHERE kind = TG_ARGV[0] RETURNING version INTO v;
+    IF TG_NARGS > 1 THEN
+        detail := to_jsonb(coalesce(NEW, OLD)) ->> TG_ARGV[1];
+    END IF;
+    PERFORM pg_notify('nl2sql_changes', TG_ARGV[0] || ':' || v || ':' || coalesce(detail, ''));
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER api_keys_changed AFTER INSERT OR UPDATE OR DELETE ON api_keys
+    FOR EACH ROW EXECUTE FUNCTION note_change('keys', 'id');
+CREATE TRIGGER guideline_versions_changed AFTER INSERT OR UPDATE OF status OR DELETE ON guideline_versions
+    FOR EACH ROW EXECUTE FUNCTION note_change('guidelines', 'database');
+CREATE TRIGGER verified_examples_changed AFTER INSERT OR UPDATE OR DELETE ON verified_examples
+    FOR EACH ROW EXECUTE FUNCTION note_change('examples', 'database');
