@@ -166,6 +166,14 @@ class DatabaseSettings(BaseModel):
                                      "long, doubled at each further failure; requests meanwhile answer "
                                      "database_unavailable at once.")
     connect_backoff_max_s: float = Field(default=30.0, gt=0, description="The longest connect backoff.")
+    replica_dsns: list[str] = Field(default_factory=list, description="Read replicas (streaming standbys) of "
+                                    "this database, same user and password as dsn: /v1/sql and /v1/ask queries go "
+                                    "to a healthy one in turn, else to dsn; the gateway's own queries (schema, "
+                                    "samples, privileges) stay on dsn.")
+    replica_max_lag_s: float = Field(default=5.0, gt=0, description="A replica whose replay is further behind "
+                                     "than this (nl2sql_replica_lag_seconds) is skipped until it catches up.")
+    replica_check_s: float = Field(default=1.0, gt=0, description="How often each replica's health and "
+                                   "replication lag are measured.")
     privilege_check: Literal["report", "fail", "off"] = Field(
         default="report", description="What an over-privileged role (reads a hidden column, can write, superuser, "
         "BYPASSRLS) does: report (log, metric, /readyz details), fail (also /readyz 503) or off.")
