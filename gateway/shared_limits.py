@@ -86,12 +86,15 @@ class SharedRateLimits(RateLimits):
             self._fallback(key, role, user)
             return
         self._switch(degraded=False)
-        if granted <= 0:
-            metrics.SHARED_LIMIT_LEASES.labels("empty").inc()
-            raise self.refusal(limiter, wait, key, role, user=user)
-        metrics.SHARED_LIMIT_LEASES.labels("granted").inc()
         now = time.monotonic()
         left, expires = self._leases.get(key, (0, 0.0))
+        if granted <= 0:
+            metrics.SHARED_LIMIT_LEASES.labels("empty").inc()
+            if left > 0 and now < expires:  # a concurrent request of this process leased tokens meanwhile
+                self._leases[key] = (left - 1, expires)
+                return
+            raise self.refusal(limiter, wait, key, role, user=user)
+        metrics.SHARED_LIMIT_LEASES.labels("granted").inc()
         # A lease taken by a concurrent request of this process meanwhile is kept: its tokens are spent.
         self._leases[key] = ((left if now < expires else 0) + granted - 1, now + LEASE_TTL_S)
         if len(self._leases) > self.settings.max_tracked_clients:
