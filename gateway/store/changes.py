@@ -31,7 +31,10 @@ log = get_logger(__name__)
 
 CHANNEL = "nl2sql_changes"
 CONNECT_TIMEOUT_S = 5.0
-_FAILURES: tuple[type[BaseException], ...] = (*faults.FAULTS, TimeoutError)
+# Besides outages: a store not migrated yet (no store_changes with store.migrate_on_start off) must not stop
+# the replica; the re-check tries again.
+_FAILURES: tuple[type[BaseException], ...] = (*faults.FAULTS, TimeoutError, asyncpg.PostgresError,
+                                              asyncpg.InterfaceError)
 
 
 class ChangeFeed:

@@ -89,3 +89,12 @@ async def test_a_lost_notification_is_made_up_by_the_recheck(demo_dsn: str, fres
         finally:
             await conn.close()
         await until(lambda: feed.versions["keys"] == before + 1, bound_s=5)
+
+
+async def test_a_store_without_the_changes_table_does_not_stop_the_replica(fresh_db: str) -> None:
+    feed = ChangeFeed(StoreSettings(dsn=fresh_db, change_recheck_s=60), on_change=lambda kind, detail: None)
+    await feed.start()  # no migrations ran on fresh_db: store_changes does not exist
+    try:
+        assert feed.report() == {"listening": False, "versions": {}}
+    finally:
+        await feed.close()
