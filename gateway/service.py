@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import gc
 import secrets
 import time
@@ -60,9 +61,11 @@ from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
 from gateway.settings import Settings
+from gateway.shared_limits import SharedRateLimits
 from gateway.state import GatewayState
 from gateway.store import guidelines, regressions
 from gateway.store import templates as templates_store
+from gateway.store.changes import ChangeFeed
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 from gateway.store.pool import store_faults
 from gateway.store.regressions import StoredReport
@@ -129,10 +132,17 @@ class Gateway:
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
         stack.push_async_callback(state.auth.aclose)  # its connections to the authorization server, if any
-        state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
+        # per key (or address), in memory per process; with backpressure.shared, key and user buckets in the store
+        state.rate_limits = (SharedRateLimits(settings.backpressure, lambda: state.store)
+                             if settings.backpressure.shared else RateLimits(settings.backpressure))
         # None when no endpoint is configured: asking then answers llm_not_configured
         state.llm = await stack.enter_async_context(open_llm(settings.llm))
         await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
+        if state.store is not None:  # what other replicas change reaches this one within a second
+            feed = ChangeFeed(settings.store, functools.partial(_changed, state))
+            await feed.start()
+            stack.push_async_callback(feed.close)
+            state.extras["changes"] = feed
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
         await _load_relations(state)
         state.extras["started_at"] = time.time()  # uptime on the console's Status page (GET /v1/about)
@@ -558,6 +568,9 @@ class Gateway:
                                 "privileges": privileges}
         if rules:
             body["rules"] = rules
+        feed = state.extras.get("changes")
+        if feed is not None:  # the store versions this replica serves: one behind the others lags
+            body["changes"] = feed.report()
         return ready, body
 
 
@@ -789,3 +802,14 @@ def _freeze_heap() -> None:
     _heap["frozen"] = True
     gc.collect()  # garbage of the start-up first, so that it is not frozen with the rest
     gc.freeze()
+
+
+def _changed(state: GatewayState, kind: str, detail: str) -> None:
+    """Drop what this replica cached of a change another replica (or the CLI) made in the store."""
+    if kind == "keys" and state.auth is not None:
+        state.auth.forget(detail or None)
+    elif kind == "guidelines":
+        invalidate = getattr(state.guidelines, "invalidate", None)
+        if invalidate is not None:
+            invalidate()
+    log.info("store_change_applied", kind=kind, detail=detail or "all")

@@ -166,6 +166,14 @@ class DatabaseSettings(BaseModel):
                                      "long, doubled at each further failure; requests meanwhile answer "
                                      "database_unavailable at once.")
     connect_backoff_max_s: float = Field(default=30.0, gt=0, description="The longest connect backoff.")
+    replica_dsns: list[str] = Field(default_factory=list, description="Read replicas (streaming standbys) of "
+                                    "this database, same user and password as dsn: /v1/sql and /v1/ask queries go "
+                                    "to a healthy one in turn, else to dsn; the gateway's own queries (schema, "
+                                    "samples, privileges) stay on dsn.")
+    replica_max_lag_s: float = Field(default=5.0, gt=0, description="A replica whose replay is further behind "
+                                     "than this (nl2sql_replica_lag_seconds) is skipped until it catches up.")
+    replica_check_s: float = Field(default=1.0, gt=0, description="How often each replica's health and "
+                                   "replication lag are measured.")
     privilege_check: Literal["report", "fail", "off"] = Field(
         default="report", description="What an over-privileged role (reads a hidden column, can write, superuser, "
         "BYPASSRLS) does: report (log, metric, /readyz details), fail (also /readyz 503) or off.")
@@ -229,6 +237,12 @@ class StoreSettings(BaseModel):
     exact_match_answers: bool = Field(
         default=False, description="Answer a question that exactly matches a verified example (same database, "
         "same words ignoring case, spaces and final punctuation) with its verified SQL, without the LLM."
+    )
+    change_recheck_s: float = Field(
+        default=5.0, gt=0, description="Changes other replicas make (key revocation, guideline activation, "
+        "example approval) arrive at once through LISTEN/NOTIFY on a connection of its own straight to the store "
+        "(not through a transaction pooler); every this many seconds the versions are also re-read, so a lost "
+        "notification (or connection) delays a change at most this long."
     )
     conversation_retention_days: float = Field(
         default=30.0, gt=0, description="A conversation (its turns: questions, SQL, result shapes) is kept this "
@@ -308,8 +322,8 @@ class RateLimit(BaseModel):
 class BackpressureSettings(BaseModel):
     """Limits that shed load early (fast 429/503 with Retry-After) instead of queueing without bound.
 
-    Rate limits are kept in memory per replica: with N replicas behind a load balancer a key may send up to
-    N times its rate in total.
+    Rate limits are kept in memory per process unless ``shared`` is on: then the buckets of API keys and end
+    users live in the store and hold across every worker and replica.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -331,6 +345,19 @@ class BackpressureSettings(BaseModel):
                                    "bucket has the user's role limit (roles, else rate_per_s).")
     user_burst: int = Field(default=20, ge=1, description="Requests per end user allowed at once above "
                             "user_rate_per_s.")
+    shared: bool = Field(default=False, description="Keep the rate-limit buckets of API keys and end users in "
+                         "the store (store.dsn), so rate_per_s, roles and user_rate_per_s hold across every "
+                         "worker and replica; client-address buckets (auth off) stay per process. Needs store.dsn.")
+    shared_lease_s: float = Field(default=0.05, gt=0, le=1, description="With shared limits, each process takes "
+                                  "tokens from the store this many seconds' worth of the rate at a time (at least "
+                                  "one, at most the burst) and spends them locally, for at most one second; only "
+                                  "the request that empties a lease waits on the store.")
+    shared_fail_open: bool = Field(default=True, description="With shared limits and the store unreachable, limit "
+                                   "with each process's own buckets (true) or refuse requests with "
+                                   "store_unavailable (false). The switch is logged and shown by "
+                                   "nl2sql_shared_limits_degraded.")
+    shared_retry_s: float = Field(default=1.0, gt=0, description="After a store failure, how long shared limits "
+                                  "stay on the fallback before trying the store again.")
     max_tracked_clients: int = Field(default=10_000, ge=1, description="Most rate-limit buckets kept in "
                                      "memory; the least recently seen key's bucket is dropped beyond it.")
     result_bytes_in_flight: int = Field(default=256 * 1024 * 1024, ge=1024, description="Bytes of query "

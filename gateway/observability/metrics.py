@@ -131,6 +131,20 @@ SCHEMA_STALE = Counter("nl2sql_schema_stale_total", "Questions answered from a s
 IN_FLIGHT = Gauge("nl2sql_in_flight", "Requests being served now (health and metrics excluded).",
                   multiprocess_mode="livesum")
 REJECTED = Counter("nl2sql_rejected_total", "Requests shed by backpressure, by reason.", ["reason"])
+REPLICA_LAG = Gauge("nl2sql_replica_lag_seconds", "How far a read replica's replay is behind (-1: it did not "
+                    "answer); above replica_max_lag_s it is skipped.", ["database", "replica"],
+                    multiprocess_mode="livemax")
+REPLICA_QUERIES = Counter("nl2sql_replica_queries_total", "Client queries by where they ran (primary, "
+                          "replica<n>) and outcome (ok, retried: a fault or a recovery conflict on a replica sent "
+                          "the query to the primary).", ["database", "source", "outcome"])
+STORE_CHANGE_VERSION = Gauge("nl2sql_store_change_version", "The store's change version (keys, guidelines, "
+                             "examples) this process serves; a replica behind the others lags.", ["kind"],
+                             multiprocess_mode="livemin")
+SHARED_LIMITS_DEGRADED = Gauge("nl2sql_shared_limits_degraded", "1 while shared rate limits cannot reach the "
+                               "store and run on the fallback (backpressure.shared_fail_open).",
+                               multiprocess_mode="livemax")
+SHARED_LIMIT_LEASES = Counter("nl2sql_shared_limit_leases_total", "Token leases asked of the store by shared "
+                              "rate limits, by outcome (granted, empty, failed).", ["outcome"])
 
 FEEDBACK = Counter("nl2sql_feedback_total", "Feedback received, by verdict.", ["database", "verdict"])
 FEEDBACK_ACCURACY = Gauge("nl2sql_feedback_accuracy_ratio", "Share of correct verdicts in feedback.", ["database"],
