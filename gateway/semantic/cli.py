@@ -94,10 +94,14 @@ def import_command(
     """Read a semantic model from another format and print it as native YAML (save it as
     semantic/<database>.yaml). Problems are printed as `file:line: message`; exit 1 when the result does
     not load."""
+    from gateway.extras import install_hint, missing
     from gateway.semantic.importers import ImportProblem, import_model
 
     if format not in FORMATS:
         typer.echo(f"unknown format {format!r}; one of {', '.join(FORMATS)}", err=True)
+        raise typer.Exit(2)
+    if format == "dbt" and missing("semantic"):
+        typer.echo(install_hint("semantic", "semantic import", "to read dbt projects"), err=True)
         raise typer.Exit(2)
     try:
         model, problems = import_model(source, format)
