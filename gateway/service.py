@@ -115,6 +115,11 @@ class Gateway:
                                     state_dir=settings.rules_state_dir or default_state_dir(settings.rules_dir))
         for name in targets.by_name:  # loaded now: start-up says what is served, and the good sets are saved
             state.rules.status(name)
+        if settings.semantic_dir is not None:  # metrics, dimensions, synonyms; reloaded like the rules
+            from gateway.semantic import SemanticRegistry
+
+            state.semantic = SemanticRegistry(settings.semantic_dir)
+            stack.callback(state.semantic.close)
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
         stack.push_async_callback(state.auth.aclose)  # its connections to the authorization server, if any

@@ -70,7 +70,8 @@ class Limits(BaseModel):
 
 
 FINDING_CODES_REFLECTED_BY_DEFAULT = frozenset(
-    {"empty_result", "empty_aggregate", "count_mismatch", "rule_violation", "llm_judge"}
+    {"empty_result", "empty_aggregate", "count_mismatch", "rule_violation", "llm_judge",
+     "metric_definition_mismatch", "default_filter_missing"}
 )
 
 
@@ -581,10 +582,10 @@ class Settings(BaseSettings):
         "written atomically on every good load) so that a fresh process (a respawned worker, a restarted "
         "replica) whose rule files are broken or gone starts from it. Default: `.RULES.last-good` beside "
         "rules_dir (`.rules.last-good`); set it to a writable folder when rules_dir's parent is read-only.")
-    semantic_dir: Path = Field(
-        default=Path("semantic"), description="Folder of semantic model files (NAME.yaml or NAME/*.yaml, native "
-        "format: metrics, dimensions, synonyms and their SQL; README \"Semantic layer\"). Reloaded on change; a "
-        "broken edit keeps the last good model. The demo database falls back to the shipped model.")
+    semantic_dir: Path | None = Field(
+        default=None, description="Folder of semantic model files (NAME.yaml or NAME/*.yaml, native format: "
+        "metrics, dimensions, synonyms and their SQL; README \"Semantic layer\"), e.g. \"semantic\". Reloaded on "
+        "change; a broken edit keeps the last good model. Unset: no semantic layer (the demo uses the shipped one).")
     guidelines_dir: Path = Field(
         default_factory=lambda: shipped_dir("guidelines"),
         description="Folder of guideline Markdown files (default: the shipped guidelines, whatever the working "

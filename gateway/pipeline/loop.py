@@ -40,6 +40,9 @@ from gateway.pipeline.tally import log_attempt
 from gateway.pipeline.validate import Finding, triggers, validate
 from gateway.pipeline.verified import OnAttempt, answer_verified, offline_answers_only
 from gateway.rules import RuleSet
+from gateway.semantic.enforce import semantic_findings
+from gateway.semantic.model import SemanticModel
+from gateway.semantic.registry import EMPTY as EMPTY_MODEL
 from gateway.settings import AskPolicy
 from gateway.state import GatewayState
 
@@ -71,6 +74,7 @@ class _Run:
     ctx: Context | None
     ruleset: RuleSet
     hidden: list[str]  # names masked in whatever a finding shows
+    semantic: SemanticModel = EMPTY_MODEL  # the metric definitions generated SQL is held to
 
     async def check_and_run(self, sql: str, timings: dict[str, float]) -> tuple[list[Finding], QueryResult | None]:
         """check -> execute -> validate for one SQL text; ``timings`` gets each stage's share."""
@@ -92,7 +96,7 @@ class _Run:
             return [outcome], None
         timings["db_ms"] = outcome.timings.get("db_ms", 0.0)
         timings["acquire_ms"] = outcome.timings.get("acquire_ms", 0.0)
-        return validate(self.q.question, sql, outcome, self.ruleset), outcome
+        return validate(self.q.question, sql, outcome, self.ruleset) + semantic_findings(self.semantic, sql), outcome
 
 
 async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None,
@@ -106,10 +110,11 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     # The rules in force, looked up once per question: each lookup stats the rule files, and every stage of
     # every attempt needs them. A reload lands with the next question, never halfway through one.
     rules = state.ruleset(q.database)
+    semantic = state.semantic_model(q.database)  # fails closed like the rules: broken, never good -> 503
     policy_now = state.policy(q.database)
     hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
     if state.settings.store.exact_match_answers and not earlier.prompt:  # a follow-up's words mean nothing alone
-        offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
+        offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden, semantic)
         verified = await answer_verified(state, q, policy, on_attempt, offline.check_and_run)
         if verified is not None:
             return verified
@@ -124,7 +129,7 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     # Built from what the caller's role and row policy let it read (gateway.context.scope).
     ctx = await build_context(state, state.settings.context, target, rules, q.question,
                               "\n".join(filter(None, [q.evidence, earlier.topic])), role=q.role, claims=q.claims)
-    run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules, hidden)
+    run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules, hidden, semantic)
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []
     history = attempts  # what reflection sees and the answer is chosen from: with candidates, the chosen one on

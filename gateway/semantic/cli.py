@@ -29,7 +29,7 @@ def _folder(config: Path | None, semantic_dir: Path | None, database: str) -> Pa
     from gateway.assets import shipped_dir
     from gateway.cli import DEMO_DATABASE, _settings  # the one place that turns --config into Settings
 
-    folder = _settings(config).semantic_dir
+    folder = _settings(config).semantic_dir or Path("semantic")
     if database == DEMO_DATABASE and not model_files(folder, database):
         return shipped_dir("semantic")
     return folder
