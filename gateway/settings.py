@@ -95,6 +95,10 @@ class AskPolicy(BaseModel):
         "Other findings leave the answer `suspicious`. Codes come from the registry (gateway/findings.py); one "
         "that cannot trigger a reflection (unknown, a safety code, repeated_sql) is a configuration error.",
     )
+    compile_metrics: bool = Field(
+        default=True, description="When the database has a semantic model (semantic_dir) and a question names "
+        "one of its metrics, ask the LLM for a metric query (structured output) and compile the SQL from the "
+        "model's definitions before any SQL generation; a question the model cannot answer goes to generation.")
     guideline_scenario: Literal["errors_only", "suspicious", "all"] = Field(
         default="suspicious",
         description="Which attempts the active guideline is applied to (the MAGIC paper's scenarios): "

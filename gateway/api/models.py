@@ -153,7 +153,8 @@ class AskFindingOut(BaseModel):
 class AttemptOut(BaseModel):
     n: int = Field(description="1 for the generation (1 to n for `ask.candidates` = n), then one per reflection.")
     source: str = Field(description="`generation`, `candidate` (one of several first-pass candidates), "
-                        "`reflection` or `verified_example`.")
+                        "`reflection`, `verified_example` or `semantic_model` (SQL compiled from the semantic "
+                        "model's definitions for the metric query the LLM picked).")
     sql: str | None = Field(description="The SQL read from the LLM's answer; null when there was none.")
     passed: bool = Field(description="Ran, and no finding calls for a reflection under the database's policy.")
     findings: list[AskFindingOut]
@@ -163,6 +164,8 @@ class AttemptOut(BaseModel):
     tokens: dict[str, int] = Field(description="LLM tokens of this attempt: prompt, completion.")
     candidate: dict[str, Any] | None = Field(default=None, description="Only on candidates: the prompt `variant` "
                                              "(`plain` for the first) and the `temperature` it was drawn with.")
+    metric_query: dict[str, Any] | None = Field(default=None, description="Only with source `semantic_model`: "
+                                                "the metrics, dimensions, filters, grain, order and limit picked.")
 
 
 class AskResponse(BaseModel):
@@ -193,6 +196,8 @@ class AskResponse(BaseModel):
                                         "send it with the next question to follow up. Null without a store.")
     clarification: ClarificationOut | None = Field(default=None, description="With `needs_clarification`: "
                                                    "what to ask the user.")
+    compiled_from: str | None = Field(default=None, description="`semantic_model` when the chosen SQL was "
+                                      "compiled from the semantic model's metric definitions, not generated.")
 
 
 class FeedbackRequest(RequestBody):

@@ -27,6 +27,7 @@ from gateway.llm import MIN_CALL_S, LLMClient
 from gateway.masking import hidden_names_of
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.pipeline import compiled as compiled_path
 from gateway.pipeline import token_budget
 from gateway.pipeline.candidates import OnCandidates, first_pass
 from gateway.pipeline.check import check
@@ -128,7 +129,8 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     await token_budget.check(state.store, state.settings.llm, q.client)
     # Built from what the caller's role and row policy let it read (gateway.context.scope).
     ctx = await build_context(state, state.settings.context, target, rules, q.question,
-                              "\n".join(filter(None, [q.evidence, earlier.topic])), role=q.role, claims=q.claims)
+                              "\n".join(filter(None, [q.evidence, earlier.topic])), role=q.role, claims=q.claims,
+                              semantic=semantic)
     run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules, hidden, semantic)
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []
@@ -150,13 +152,21 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     async def first_draft(n: int, source: Source, drafted: Drafted, began: float) -> Attempt:
         return await _evaluate(run, n, source, drafted, began, guideline_applied=False)
 
+    compiled: Attempt | None = None
     if policy.candidates > 1:
         pick = await first_pass(llm, ctx, q, policy, model=model, deadline=deadline, evaluate=first_draft,
                                 on_attempt=on_attempt, on_candidates=on_candidates, earlier=earlier.prompt)
         attempts.extend(pick.attempts)
         attempt, history, candidates = pick.chosen, [pick.chosen], pick.summary
         tried.extend(a.sql for a in attempts if a.sql)
-    else:
+    elif policy.compile_metrics and not earlier.prompt and compiled_path.applies(semantic, q.question):
+        compiled = await _compiled(run, llm, model)
+        if compiled is not None:
+            await record(compiled)
+            tried.append(compiled.sql or "")
+    if policy.candidates == 1 and compiled is not None and compiled.passed:
+        attempt = compiled  # answered from the semantic model: no SQL generation at all
+    elif policy.candidates == 1:
         began = time.perf_counter()
         drafted = await generate(llm, ctx, q.question, q.evidence, model=model, temperature=policy.temperature,
                                  deadline=deadline, earlier=earlier.prompt,
@@ -166,11 +176,11 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
             await record(Attempt(n=1, source="generation", sql=None, tokens={"prompt": reply.prompt_tokens,
                                  "completion": reply.completion_tokens}, timings={"llm_ms": reply.llm_ms,
                                  "total_ms": (time.perf_counter() - began) * 1000}))
-            answer = clarifying_answer(q, attempts[0], drafted.clarification.masked(hidden),
+            answer = clarifying_answer(q, attempts[-1], drafted.clarification.masked(hidden),
                                        ctx.guideline.version if ctx.guideline else None)
             state.tally.count(q.database, answer.status, attempts, None)
             return answer
-        attempt = await _evaluate(run, 1, "generation", drafted, began, guideline_applied=False)
+        attempt = await _evaluate(run, len(attempts) + 1, "generation", drafted, began, guideline_applied=False)
         if attempt.sql:
             tried.append(attempt.sql)
         await record(attempt)
@@ -247,6 +257,20 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     )
     state.tally.count(q.database, answer.status, attempts, chosen, first=history[0])
     return answer
+
+
+async def _compiled(run: _Run, llm: LLMClient, model: str) -> Attempt | None:
+    """The metric query the LLM picks, compiled from the semantic model and evaluated as attempt 1; None
+    when the question goes to ordinary generation (nothing is recorded then)."""
+    began = time.perf_counter()
+    picked = await compiled_path.pick(llm, run.semantic, run.q.question, llm_model=model, deadline=run.deadline)
+    if picked.compiled is None or picked.query is None:
+        log.info("semantic_not_compiled", database=run.q.database, why=picked.why_not)
+        return None
+    attempt = await _evaluate(run, 1, "semantic_model", Drafted(picked.compiled.sql, picked.reply), began,
+                              guideline_applied=False)
+    attempt.metric_query = picked.query.model_dump(exclude_defaults=True)
+    return attempt
 
 
 async def _evaluate(run: _Run, n: int, source: Source, drafted: Drafted, began: float, *,
