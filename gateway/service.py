@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gateway import __version__, masking, row_policy, safety
+from gateway import __version__, errors, masking, row_policy, safety
 from gateway.auth import ANONYMOUS, Authenticator, Principal, scopes
 from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
@@ -52,6 +52,7 @@ from gateway.pipeline.verified import OnAttempt
 from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
+from gateway.semantic.compile import MetricQuery
 from gateway.settings import Settings
 from gateway.state import GatewayState
 from gateway.store import guidelines
@@ -430,6 +431,40 @@ class Gateway:
                          for p in problems if belongs(p.file)],
             "privileges": privileges,
         }
+
+    # --- the semantic layer: metrics, dimensions, synonyms (gateway.semantic) ----------------------------
+
+    def semantic(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """The database's semantic model as a client may see it: each metric with its type, synonyms, SQL
+        definition and the dimensions it can be grouped by; metrics and dimensions that read what the rules
+        hide are left out. Raises ``semantic_unavailable`` when the files are broken with no good model."""
+        from gateway.semantic.view import visible
+
+        self.check_scope(principal, Operation.SCHEMA)
+        principal.check_database(database)
+        state = self.state
+        policy = state.policy(database)
+        model = state.semantic_model(database)
+        status = state.semantic.status(database) if state.semantic is not None else None
+        return {"database": database, "configured": state.semantic is not None and not model.is_empty(),
+                "status": status.state if status is not None else "ok",
+                **visible(model, policy.hidden_tables, policy.hidden_columns)}
+
+    async def metric_query(self, database: str, query: MetricQuery, *, max_rows: int | None = None,
+                           principal: Principal = ANONYMOUS) -> tuple[str, SqlOutcome]:
+        """Compile ``query`` from the semantic model, then check and run the SQL exactly as :meth:`sql` does
+        (safety check, the principal's Postgres role, row policies, limits). Returns the SQL and the outcome;
+        ``semantic_query_invalid`` when the model cannot answer it."""
+        from gateway.semantic.compile import SemanticQueryError, compile_query
+
+        self.check_scope(principal, Operation.QUERY)
+        principal.check_database(database)
+        model = self.state.semantic_model(database)
+        try:
+            compiled = compile_query(model, query)
+        except SemanticQueryError as exc:
+            raise errors.SemanticQueryInvalid(str(exc), database=database) from exc
+        return compiled.sql, await self.sql(database, compiled.sql, max_rows=max_rows, principal=principal)
 
     # --- conversations ----------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ ROUTE_ROLES: dict[str, Role] = {
     "/v1/databases": Role.CLIENT,
     "/v1/databases/{name}/schema": Role.DBA,
     "/v1/databases/{name}/rules": Role.DBA,  # names what the rules hide
+    "/v1/databases/{name}/semantic": Role.CLIENT,  # metric definitions, what the rules hide left out
     "/v1/whoami": Role.CLIENT,  # a key learns its own role and databases, nothing about others
     "/v1/guidelines*": Role.DBA,
     "/v1/examples*": Role.DBA,  # reviewing what clients teach (gateway.review)
