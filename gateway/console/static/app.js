@@ -7,6 +7,7 @@ import { clear, h } from "./dom.js";
 import * as ask from "./ask.js";
 import * as schema from "./schema.js";
 import * as rules from "./rules.js";
+import * as metrics from "./metrics.js";
 import * as guideline from "./guideline.js";
 import * as status from "./status.js";
 
@@ -16,6 +17,7 @@ const PAGES = {
   ask: { module: ask, role: "client", title: "Ask" },
   schema: { module: schema, role: "dba", title: "Schema" },
   rules: { module: rules, role: "dba", title: "Rules and examples" },
+  metrics: { module: metrics, role: "client", title: "Metrics" },
   guideline: { module: guideline, role: "dba", title: "Guideline" },
   status: { module: status, role: null, title: "Status" },
 };
