@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gateway import safety
 from gateway.context.cache import SchemaCache, SchemaSnapshot
-from gateway.context.model import Context, Example, Guideline, estimate_tokens
+from gateway.context.model import Context, Example, Guideline, ValueHint, estimate_tokens
 from gateway.context.prune import Rendered, TableWords, neighbours, score_tables, select, table_words
 from gateway.context.render import Redactor, render_rules, render_table, scoped_guideline
 from gateway.context.scope import is_row_filtered, row_filtered
@@ -165,6 +165,24 @@ def semantic_grounding(model: SemanticModel, text: str, hidden: Callable[[str], 
             "only along the model's relationships.\n" + "\n".join(lines))
 
 
+def semantic_value_hints(model: SemanticModel, text: str, schema: Schema, hints: list[ValueHint]) -> list[ValueHint]:
+    """``hints`` plus a hint for each value synonym of the model found as whole words in ``text``, for the
+    columns the caller's schema shows (a hidden column has no table entry here, so it yields nothing)."""
+    from gateway.semantic.grounding import _norm
+
+    words = _norm(text)
+    out = list(hints)
+    for word, table_name, column, value in model.value_synonyms():
+        phrase = _norm(word)
+        table = schema.table(table_name)
+        if phrase.strip() and phrase in words and table is not None and any(c.name == column for c in table.columns):
+            hint = ValueHint(word, table.qualified_name, column, value, 1.0)
+            if not any((h.table, h.column, h.value) == (hint.table, hint.column, hint.value) for h in out):
+                out.insert(0, hint)
+            words = words.replace(phrase, " | ")
+    return out
+
+
 async def build_context(sources: Sources, settings: ContextSettings, target: Target, rules: RuleSet,
                         question: str, evidence: str | None, *, role: str | None = None,
                         claims: tuple[tuple[str, str], ...] = (), semantic: SemanticModel | None = None) -> Context:
@@ -196,6 +214,8 @@ async def build_context(sources: Sources, settings: ContextSettings, target: Tar
     # A verified example that names a hidden object (from before it was hidden), or reads what the caller
     # may not, must not reach the prompt.
     examples = [e for e in examples if prepared.shows(e)]
+    if semantic is not None:  # the model's value synonyms ("NA" is 'North America'), on visible columns only
+        hints = semantic_value_hints(semantic, text, prepared.schema, hints)
     hints = [h for h in hints if h.table in kept]
     parts = [schema_text, rules_text, guideline.text, *(f"{e.question}\n{e.sql}" for e in examples),
              *(h.as_text() for h in hints), question, evidence or ""]

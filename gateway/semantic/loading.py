@@ -131,6 +131,8 @@ def validate(model: SemanticModel, line: Any = None) -> list[SemanticProblem]:
                 problem(where, f"dimension {dname!r} is also defined on entity {dimension_owner[dname]!r}: "
                         "dimension names must be unique in a model")
             dimension_owner.setdefault(dname, ename)
+            if dim.values and dim.type == "time":
+                problem(where, f"dimension {dname!r}: a time dimension has no value synonyms")
             if dim.grains and dim.type != "time":
                 problem(where, f"dimension {dname!r}: only a time dimension has grains")
             if dim.column is not None and not _is_column(dim.column):

@@ -37,6 +37,9 @@ class Dimension(BaseModel):
     grains: list[Grain] = Field(default_factory=list)
     description: str = ""
     synonyms: list[str] = Field(default_factory=list)
+    # stored value -> the words people use for it ("North America": ["NA", "US and Canada"]): value hints
+    # resolve them in the question, and the catalog shows them to the LLM picking filters
+    values: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class Measure(BaseModel):
@@ -141,6 +144,12 @@ class SemanticModel(BaseModel):
                 for word in (name, name.replace("_", " "), *dim.synonyms):
                     found.setdefault(word.lower(), ("dimension", name))
         return found
+
+    def value_synonyms(self) -> list[tuple[str, str, str, str]]:
+        """(word, table, column, stored value) for every value synonym, longest words first."""
+        found = [(word, e.table, d.column or name, value) for e in self.entities.values()
+                 for name, d in e.dimensions.items() for value, words in d.values.items() for word in words]
+        return sorted(found, key=lambda item: -len(item[0]))
 
     def is_empty(self) -> bool:
         return not (self.entities or self.metrics)

@@ -54,6 +54,8 @@ def catalog(model: SemanticModel, touched: Touched) -> str:
         for dname, dim in entity.dimensions.items():
             kind = f", time; grains: {', '.join(dim.grains or GRAINS)}" if dim.type == "time" else ""
             extra = f" Synonyms: {', '.join(dim.synonyms)}." if dim.synonyms else ""
+            if dim.values:
+                extra += " Values: " + "; ".join(f"{v!r} (also {', '.join(w)})" for v, w in dim.values.items()) + "."
             lines.append(f"- {dname} ({entity.table}.{dim.column or dname}{kind}): {dim.description}{extra}")
     filters = [f for f in model.default_filters if f.entity in entities]
     if filters:

@@ -95,3 +95,25 @@ async def test_without_a_semantic_model_nothing_changes(demo_dsn: str, llm: Scri
     assert [a["source"] for a in answer["attempts"]] == ["generation"] and answer["status"] == "ok"
     assert not any(is_pick(r) for r in llm.requests)
     assert "Semantic model" not in next(r for r in llm.requests if is_generation(r)).last_user
+
+
+async def test_value_synonyms_become_value_hints_but_never_for_hidden_columns(
+        demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path], tmp_path: Path) -> None:
+    folder = tmp_path / "semantic"
+    folder.mkdir()
+    text = (ROOT / "semantic" / "demo.yaml").read_text()
+    marker = "        synonyms: [customer segment]\n"
+    assert marker in text
+    (folder / "demo.yaml").write_text(text.replace(marker, marker + "        values: {Enterprise: [big accounts]}\n"))
+    (dirs["rules"] / "demo.yaml").write_text("tables:\n  customers:\n    columns:\n      segment: {hidden: true}\n")
+    settings = ask_settings(demo_dsn, dirs, llm.base_url, compile_metrics=False)
+    settings.semantic_dir = folder
+    script(llm, sql("SELECT sum(total_amount) FILTER (WHERE status <> 'cancelled') AS revenue FROM orders"))
+    async with gateway(settings) as (http, _):
+        answer = (await post_ask(http, "Revenue from NA customers of big accounts bought online")).json()
+    assert answer["status"] == "ok", answer
+    prompt = next(r for r in llm.requests if is_generation(r)).last_user
+    assert "'NA' likely means regions.name = 'North America'" in prompt
+    assert "'online' likely means orders.channel = 'web'" in prompt
+    assert "Values: 'web' (also online, website, web shop)" in prompt  # the catalog, for the model
+    assert "Enterprise" not in prompt and "segment" not in prompt  # a hidden column's values and name
