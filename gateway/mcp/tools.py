@@ -180,7 +180,7 @@ ASK_OUT = _object(
     attempts={"type": "array", "items": _object(["n", "source", "passed", "codes"], n=_INT, source=_STR,
                                                   sql=_NSTR, passed={"type": "boolean"},
                                                   codes={"type": "array", "items": _STR})},
-    stop_reason=_STR, guideline_version=_NSTR, request_id=_NSTR, note=_STR)
+    stop_reason=_STR, guideline_version=_NSTR, request_id=_NSTR, compiled_from=_NSTR, note=_STR)
 METRICS_OUT = _object(["database", "configured", "metrics", "dimensions"], database=_STR,
                       configured={"type": "boolean"}, status=_STR, metrics={"type": "array", "items": _object(
                           ["name", "type", "definition"], name=_STR, type=_STR, label=_STR, description=_STR,
@@ -253,6 +253,7 @@ async def ask(call: Call, args: AskArgs) -> types.CallToolResult:
                                 "findings", "stop_reason", "guideline_version", "request_id")},
         "attempts": [{"n": a["n"], "source": a["source"], "sql": a["sql"], "passed": a["passed"],
                       "codes": list(dict.fromkeys(f["code"] for f in a["findings"]))} for a in data["attempts"]],
+        "compiled_from": data.get("compiled_from"),  # semantic_model: SQL written from the metric definitions
         "note": DATA_NOTE,
     }
     return ok(f"Status {answer.status} after {len(answer.attempts)} attempt(s); {data['row_count']} row(s). "
