@@ -46,20 +46,60 @@ def check_command(
     database: Annotated[str, typer.Option(help="The database whose model to check.")],
     config: ConfigOption = None,
     semantic_dir: DirOption = None,
+    live: Annotated[bool, typer.Option(help="Also check every table, key and column against the database's "
+                                       "live schema (when it is configured).")] = True,
 ) -> None:
     """Validate a database's semantic model files: YAML, keys and types, references between entities,
-    measures and metrics, SQL fragments. One `file:line: message` per problem; exit 0 clean (warnings
-    allowed), 1 errors, 2 no model file."""
+    measures and metrics, SQL fragments, and (when the database is configured) every table, key and column
+    against its live schema. One `file:line: message` per problem; exit 0 clean (warnings allowed), 1
+    errors, 2 no model file or a database that could not be read."""
     folder = _folder(config, semantic_dir, database)
     if not model_files(folder, database) and not broken_entries(folder, database):
         typer.echo(f"no semantic model for {database!r} in {folder}: write {folder}/{database}.yaml", err=True)
         raise typer.Exit(2)
-    _, problems = _load(folder, database)
+    from gateway.semantic.loading import load_with_lines
+
+    model, problems, line = load_with_lines(model_files(folder, database))
+    problems = broken_entries(folder, database) + problems
+    if live and not any(p.severity == "error" for p in problems):
+        problems += _against_the_schema(config, database, model, line)
     for problem in problems:
         typer.echo(str(problem))
     errors = sum(p.severity == "error" for p in problems)
     typer.echo(f"{errors} error(s), {len(problems) - errors} warning(s)", err=True)
     raise typer.Exit(1 if errors else 0)
+
+
+def _against_the_schema(config: Path | None, database: str, model: object, line: object) -> list[SemanticProblem]:
+    """The live schema's verdict on the model; [] when the database is not configured."""
+    import asyncio
+
+    from gateway import errors
+    from gateway.cli import _settings
+    from gateway.execute import Targets
+    from gateway.execute.introspect import introspect
+    from gateway.semantic.check import schema_problems
+    from gateway.semantic.model import SemanticModel
+
+    settings = _settings(config)
+    if database not in settings.databases:
+        return []
+    assert isinstance(model, SemanticModel)
+
+    async def read() -> object:
+        subset = settings.model_copy(update={"databases": {database: settings.databases[database]}})
+        targets = await Targets.open(subset)
+        try:
+            return await introspect(targets.by_name[database], everything=True)
+        finally:
+            await targets.close()
+
+    try:
+        schema = asyncio.run(read())
+    except errors.GatewayError as exc:
+        typer.echo(f"database {database!r}: {exc.code}: {exc.detail}", err=True)
+        raise typer.Exit(2) from exc
+    return schema_problems(model, schema, line)  # type: ignore[arg-type]
 
 
 @app.command("show")

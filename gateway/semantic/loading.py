@@ -10,6 +10,7 @@ names are unique, every SQL fragment parses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from gateway.semantic.model import GRAINS, SemanticModel
 
 SemanticProblem = RuleProblem
 
-__all__ = ["SemanticProblem", "broken_entries", "load_model", "model_files", "parse_text", "validate"]
+__all__ = ["SemanticProblem", "broken_entries", "load_model", "load_with_lines", "model_files", "parse_text",
+           "validate"]
 
 
 def parse_text(text: str, where: str) -> tuple[SemanticModel | None, dict[Path_, int], list[SemanticProblem]]:
@@ -66,6 +68,17 @@ def parse_text(text: str, where: str) -> tuple[SemanticModel | None, dict[Path_,
 def load_model(files: list[Path], texts: dict[Path, str] | None = None) -> tuple[SemanticModel,
                                                                                   list[SemanticProblem]]:
     """Merge and check the files of one database; the model is only meaningful when no problem is an error."""
+    model, problems, _ = load_with_lines(files, texts)
+    return model, problems
+
+
+Where = Callable[..., tuple[str, int]]
+
+
+def load_with_lines(files: list[Path], texts: dict[Path, str] | None = None) -> tuple[SemanticModel,
+                                                                                       list[SemanticProblem], Where]:
+    """:func:`load_model`, and ``line(kind, name, *path)``: the file and line of a key (``"entities",
+    "orders", "dimensions", "status"``), for later checks such as the one against the live schema."""
     problems: list[SemanticProblem] = []
     merged: dict[str, Any] = {"entities": {}, "metrics": {}, "default_filters": [], "verified_queries": []}
     origin: dict[tuple[str, str], tuple[str, dict[Path_, int], Path_]] = {}
@@ -105,7 +118,7 @@ def load_model(files: list[Path], texts: dict[Path, str] | None = None) -> tuple
         return where, _line_for(lines, base + rest)
 
     problems += validate(model, line)
-    return model, problems
+    return model, problems, line
 
 
 def validate(model: SemanticModel, line: Any = None) -> list[SemanticProblem]:

@@ -134,3 +134,34 @@ def test_check_and_show_commands(tmp_path: Path) -> None:
     assert parse_text(result.stdout, "stdout")[0] == load_model([DEMO])[0]
     result = runner.invoke(app, ["semantic", "import", str(DEMO), "--format", "native"])
     assert result.exit_code == 0 and result.stdout == dump(load_model([DEMO])[0])
+
+
+def test_check_reads_the_live_schema_when_the_database_is_configured(demo_dsn: str, tmp_path: Path) -> None:
+    folder = tmp_path / "semantic"
+    folder.mkdir()
+    text = DEMO.read_text()
+    for old, new in (("      channel:\n", "      channel:\n        column: sales_channel\n"),
+                     ("expr: shipping_fee}", "expr: shipping_costs}"),
+                     ("    table: payments\n", "    table: payment_log\n"),
+                     ("    filter: is_active\n", "    filter: is_enabled\n")):
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    (folder / "demo.yaml").write_text(text)
+    config = tmp_path / "nl2sql-gateway.toml"
+    config.write_text(f'[databases.demo]\ndsn = "{demo_dsn}"\n')
+    result = CliRunner().invoke(app, ["semantic", "check", "--database", "demo", "--semantic-dir", str(folder),
+                                      "--config", str(config)])
+    assert result.exit_code == 1, result.output
+    lines = [line.split(str(folder / "demo.yaml") + ":", 1)[-1] for line in result.stdout.splitlines()]
+    numbered = text.splitlines()
+    found = {message: numbered[int(n) - 1].strip() for n, message in (line.split(": ", 1) for line in lines)}
+    assert found == {
+        "dimension channel: column orders.sales_channel does not exist": "channel:",
+        "measure orders.shipping_total: column orders.shipping_costs does not exist":
+            "shipping_total: {agg: sum, expr: shipping_costs}",
+        "entity payments: table 'payment_log' does not exist": "table: payment_log",
+        "metric active_customers: filter column customers.is_enabled does not exist": "filter: is_enabled",
+    }
+    clean = CliRunner().invoke(app, ["semantic", "check", "--database", "demo", "--semantic-dir",
+                                     str(DEMO.parent), "--config", str(config)])
+    assert clean.exit_code == 0, clean.output
