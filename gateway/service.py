@@ -119,7 +119,8 @@ class Gateway:
         if settings.semantic_dir is not None:  # metrics, dimensions, synonyms; reloaded like the rules
             from gateway.semantic import SemanticRegistry
 
-            state.semantic = SemanticRegistry(settings.semantic_dir)
+            saved = (settings.rules_state_dir or default_state_dir(settings.rules_dir)) / "semantic"
+            state.semantic = SemanticRegistry(settings.semantic_dir, state_dir=saved)
             stack.callback(state.semantic.close)
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store

@@ -7,16 +7,20 @@ a file cut short to nothing) keeps the last good model in force, logged as ``sem
 file that held a model and is gone keeps it too (write ``{}`` first to drop it on purpose). With no good
 model ever loaded and broken files, the database's semantic features are refused with
 :class:`~gateway.errors.SemanticUnavailable` rather than answered from a half-read model; a database with
-no semantic files simply has an empty model.
+no semantic files simply has an empty model. With a ``state_dir`` every good load is also saved
+(``<state_dir>/<database>.json``, written atomically as the rules' last good sets are), so a fresh process
+(a respawned worker, a restarted replica) whose files are broken starts from it instead of refusing.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from gateway import errors
 from gateway.observability.logging import get_logger
+from gateway.rules.last_good import write_atomically
 from gateway.rules.registry import _read_consistently, _signature
 from gateway.rules.watch import Watch
 from gateway.semantic.loading import SemanticProblem, broken_entries, load_model, model_files
@@ -38,8 +42,9 @@ class SemanticStatus:
 class SemanticRegistry:
     """The semantic model of each database, read from ``semantic_dir``."""
 
-    def __init__(self, semantic_dir: Path) -> None:
+    def __init__(self, semantic_dir: Path, state_dir: Path | None = None) -> None:
         self.semantic_dir = Path(semantic_dir)
+        self.state_dir = Path(state_dir) if state_dir is not None else None
         self._watch = Watch(self.semantic_dir)
         self._checked: dict[str, int] = {}
         self._signatures: dict[str, object] = {}
@@ -64,6 +69,21 @@ class SemanticRegistry:
 
     def close(self) -> None:
         self._watch.close()
+
+    def _saved(self, database: str) -> SemanticModel | None:
+        """The model saved by the last good load of any process; None when there is none (or it is unusable)."""
+        if self.state_dir is None:
+            return None
+        try:
+            record = json.loads((self.state_dir / f"{database}.json").read_bytes())
+            if record.get("format") != 1 or record.get("database") != database:
+                raise ValueError("another format or database")
+            return SemanticModel.model_validate(record["model"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.error("semantic_last_good_unreadable", database=database, error=str(exc))
+            return None
 
     def _current(self, database: str) -> None:
         generation = self._watch.generation()
@@ -91,6 +111,10 @@ class SemanticRegistry:
                                      "stays in force (make it hold `{}` first to drop it)") for name in gone]
         failed = [str(p) for p in problems if p.severity == "error"]
         if texts is None or failed:
+            if database not in self._models:
+                saved = self._saved(database)
+                if saved is not None:
+                    self._models[database] = saved
             kept = database in self._models
             self._status[database] = SemanticStatus("last_good" if kept else "unavailable",
                                                     tuple(failed or ["the files kept changing while read"]))
@@ -100,5 +124,12 @@ class SemanticRegistry:
         self._models[database] = model
         self._held[database] = {p for p in files if (texts.get(p) or "").strip() not in ("", "{}")}
         self._status[database] = SemanticStatus()
+        if self.state_dir is not None and files:
+            data = json.dumps({"format": 1, "database": database, "model": model.model_dump(mode="json")},
+                              sort_keys=True).encode()
+            try:
+                write_atomically(self.state_dir / f"{database}.json", data)
+            except OSError as exc:
+                log.error("semantic_last_good_not_saved", database=database, error=str(exc))
         log.info("semantic_loaded", database=database, files=[str(f) for f in files],
                  entities=len(model.entities), metrics=len(model.metrics))

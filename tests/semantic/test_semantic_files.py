@@ -165,3 +165,30 @@ def test_check_reads_the_live_schema_when_the_database_is_configured(demo_dsn: s
     clean = CliRunner().invoke(app, ["semantic", "check", "--database", "demo", "--semantic-dir",
                                      str(DEMO.parent), "--config", str(config)])
     assert clean.exit_code == 0, clean.output
+
+
+def test_a_fresh_process_with_broken_files_starts_from_the_saved_model(tmp_path: Path) -> None:
+    folder, state = tmp_path / "semantic", tmp_path / "state"
+    folder.mkdir()
+    path = folder / "shop.yaml"
+    path.write_text(SMALL)
+    first = SemanticRegistry(folder, state_dir=state)
+    try:
+        assert set(first.get("shop").metrics) == {"order_count"}
+    finally:
+        first.close()
+    assert (state / "shop.json").is_file() and (state / "shop.json").stat().st_mode & 0o077 == 0
+    path.write_text("metrics: [")  # broken while no process runs
+    second = SemanticRegistry(folder, state_dir=state)
+    try:
+        assert set(second.get("shop").metrics) == {"order_count"}
+        assert second.status("shop").state == "last_good"
+    finally:
+        second.close()
+    (state / "shop.json").write_text("{not json")  # an unusable record is no model, never a half one
+    third = SemanticRegistry(folder, state_dir=state)
+    try:
+        with pytest.raises(errors.SemanticUnavailable):
+            third.get("shop")
+    finally:
+        third.close()
