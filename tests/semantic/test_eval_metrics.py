@@ -45,6 +45,7 @@ async def test_eval_reports_ex_per_metric_question(demo_dsn: str, llm: ScriptedL
         "scenarios": [s.name for s in scenarios], "model": "scripted-model"})
     settings = eval_settings(demo_dsn, llm.base_url, ROOT / "guidelines")
     settings.semantic_dir = ROOT / "semantic"
+    settings.rules_state_dir = tmp_path / "state"  # the last good models, never in the checkout
     assert await run_session(settings, folder, QUESTIONS, scenarios, concurrency=4, progress=False, collect=False,
                              out=io.StringIO()) == 0
     report = json.loads((folder.report_dir / "report.json").read_text())
