@@ -378,6 +378,11 @@ from gateway.rules.cli import app as rules_app  # noqa: E402 - sub-apps are regi
 app.add_typer(rules_app, name="rules", help="Check the DBA rule files (rules/<database>.yaml) against the live "
               "schema.")
 
+from gateway.semantic.cli import app as semantic_app  # noqa: E402
+
+app.add_typer(semantic_app, name="semantic", help="Check, show and import semantic models (semantic/<database>"
+              ".yaml): metrics, dimensions, synonyms.")
+
 from gateway.auth import cli as keys_cli  # noqa: E402
 
 keys_cli.load = _settings

@@ -185,6 +185,19 @@ class RulesReadOnly(GatewayError):
     code, status, title = "rules_read_only", 409, "The rules folder is read-only"
 
 
+class SemanticUnavailable(GatewayError):
+    """The database's semantic model files cannot be read and no good model was loaded before: metric
+    questions are refused rather than answered from a half-read model (``semantic check`` says why)."""
+
+    code, status, title, retry_after = "semantic_unavailable", 503, "The database's semantic model cannot be read", 5
+
+
+class SemanticQueryInvalid(GatewayError):
+    """A metric query names a metric or dimension the semantic model lacks, or asks what it cannot compute."""
+
+    code, status, title = "semantic_query_invalid", 422, "The metric query does not fit the semantic model"
+
+
 class Overloaded(GatewayError):
     code, status, title, retry_after = "overloaded", 503, "Gateway overloaded", 1
 

@@ -60,6 +60,7 @@ from gateway.pipeline.verified import OnAttempt
 from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
+from gateway.semantic.compile import MetricQuery
 from gateway.settings import Settings
 from gateway.shared_limits import SharedRateLimits
 from gateway.state import GatewayState
@@ -129,6 +130,12 @@ class Gateway:
                                     state_dir=settings.rules_state_dir or default_state_dir(settings.rules_dir))
         for name in targets.by_name:  # loaded now: start-up says what is served, and the good sets are saved
             state.rules.status(name)
+        if settings.semantic_dir is not None:  # metrics, dimensions, synonyms; reloaded like the rules
+            from gateway.semantic import SemanticRegistry
+
+            saved = (settings.rules_state_dir or default_state_dir(settings.rules_dir)) / "semantic"
+            state.semantic = SemanticRegistry(settings.semantic_dir, state_dir=saved)
+            stack.callback(state.semantic.close)
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
         stack.push_async_callback(state.auth.aclose)  # its connections to the authorization server, if any
@@ -680,6 +687,40 @@ class Gateway:
         principal.check_database(database)
         self.state.target(database)
         return edit.current(self.settings.rules_dir, database).as_dict()
+
+    # --- the semantic layer: metrics, dimensions, synonyms (gateway.semantic) ----------------------------
+
+    def semantic(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """The database's semantic model as a client may see it: each metric with its type, synonyms, SQL
+        definition and the dimensions it can be grouped by; metrics and dimensions that read what the rules
+        hide are left out. Raises ``semantic_unavailable`` when the files are broken with no good model."""
+        from gateway.semantic.view import visible
+
+        self.check_scope(principal, Operation.SCHEMA)
+        principal.check_database(database)
+        state = self.state
+        policy = state.policy(database)
+        model = state.semantic_model(database)
+        status = state.semantic.status(database) if state.semantic is not None else None
+        return {"database": database, "configured": state.semantic is not None and not model.is_empty(),
+                "status": status.state if status is not None else "ok",
+                **visible(model, policy.hidden_tables, policy.hidden_columns)}
+
+    async def metric_query(self, database: str, query: MetricQuery, *, max_rows: int | None = None,
+                           principal: Principal = ANONYMOUS) -> tuple[str, SqlOutcome]:
+        """Compile ``query`` from the semantic model, then check and run the SQL exactly as :meth:`sql` does
+        (safety check, the principal's Postgres role, row policies, limits). Returns the SQL and the outcome;
+        ``semantic_query_invalid`` when the model cannot answer it."""
+        from gateway.semantic.compile import SemanticQueryError, compile_query
+
+        self.check_scope(principal, Operation.QUERY)
+        principal.check_database(database)
+        model = self.state.semantic_model(database)
+        try:
+            compiled = compile_query(model, query)
+        except SemanticQueryError as exc:
+            raise errors.SemanticQueryInvalid(str(exc), database=database) from exc
+        return compiled.sql, await self.sql(database, compiled.sql, max_rows=max_rows, principal=principal)
 
     # --- conversations ----------------------------------------------------------------------------------
 

@@ -70,7 +70,8 @@ class Limits(BaseModel):
 
 
 FINDING_CODES_REFLECTED_BY_DEFAULT = frozenset(
-    {"empty_result", "empty_aggregate", "count_mismatch", "rule_violation", "llm_judge"}
+    {"empty_result", "empty_aggregate", "count_mismatch", "rule_violation", "llm_judge",
+     "metric_definition_mismatch", "default_filter_missing"}
 )
 
 
@@ -94,6 +95,10 @@ class AskPolicy(BaseModel):
         "Other findings leave the answer `suspicious`. Codes come from the registry (gateway/findings.py); one "
         "that cannot trigger a reflection (unknown, a safety code, repeated_sql) is a configuration error.",
     )
+    compile_metrics: bool = Field(
+        default=True, description="When the database has a semantic model (semantic_dir) and a question names "
+        "one of its metrics, ask the LLM for a metric query (structured output) and compile the SQL from the "
+        "model's definitions before any SQL generation; a question the model cannot answer goes to generation.")
     guideline_scenario: Literal["errors_only", "suspicious", "all"] = Field(
         default="suspicious",
         description="Which attempts the active guideline is applied to (the MAGIC paper's scenarios): "
@@ -631,6 +636,10 @@ class Settings(BaseSettings):
         "written atomically on every good load) so that a fresh process (a respawned worker, a restarted "
         "replica) whose rule files are broken or gone starts from it. Default: `.RULES.last-good` beside "
         "rules_dir (`.rules.last-good`); set it to a writable folder when rules_dir's parent is read-only.")
+    semantic_dir: Path | None = Field(
+        default=None, description="Folder of semantic model files (NAME.yaml or NAME/*.yaml, native format: "
+        "metrics, dimensions, synonyms and their SQL; README \"Semantic layer\"), e.g. \"semantic\". Reloaded on "
+        "change; a broken edit keeps the last good model. Unset: no semantic layer (the demo uses the shipped one).")
     guidelines_dir: Path = Field(
         default_factory=lambda: shipped_dir("guidelines"),
         description="Folder of guideline Markdown files (default: the shipped guidelines, whatever the working "

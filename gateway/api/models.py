@@ -218,7 +218,8 @@ class AskFindingOut(BaseModel):
 class AttemptOut(BaseModel):
     n: int = Field(description="1 for the generation (1 to n for `ask.candidates` = n), then one per reflection.")
     source: str = Field(description="`generation`, `candidate` (one of several first-pass candidates), "
-                        "`reflection` or `verified_example`.")
+                        "`reflection`, `verified_example` or `semantic_model` (SQL compiled from the semantic "
+                        "model's definitions for the metric query the LLM picked).")
     sql: str | None = Field(description="The SQL read from the LLM's answer; null when there was none.")
     passed: bool = Field(description="Ran, and no finding calls for a reflection under the database's policy.")
     findings: list[AskFindingOut]
@@ -228,6 +229,8 @@ class AttemptOut(BaseModel):
     tokens: dict[str, int] = Field(description="LLM tokens of this attempt: prompt, completion.")
     candidate: dict[str, Any] | None = Field(default=None, description="Only on candidates: the prompt `variant` "
                                              "(`plain` for the first) and the `temperature` it was drawn with.")
+    metric_query: dict[str, Any] | None = Field(default=None, description="Only with source `semantic_model`: "
+                                                "the metrics, dimensions, filters, grain, order and limit picked.")
 
 
 class AskResponse(BaseModel):
@@ -262,6 +265,8 @@ class AskResponse(BaseModel):
                                            "(source `template`, no LLM): `template` (its name), `parameters` "
                                            "(the values bound) and `run` (the route to re-run it with other "
                                            "values).")
+    compiled_from: str | None = Field(default=None, description="`semantic_model` when the chosen SQL was "
+                                      "compiled from the semantic model's metric definitions, not generated.")
 
 
 class FeedbackRequest(RequestBody):

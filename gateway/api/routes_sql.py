@@ -129,6 +129,19 @@ async def get_databases(gateway: Gateway = Depends(get_gateway),
 
 
 @router.get(
+    "/databases/{name}/semantic",
+    summary="The database's semantic model",
+    description="Metrics (type, synonyms, SQL definition, the dimensions they can be grouped by), dimensions "
+    "(time grains, synonyms), default filters and verified questions. Metrics and dimensions that read what "
+    "the rules hide are left out. `configured` is false when the database has no semantic model.",
+    responses=openapi_responses(*AUTH, errors.UnknownDatabase, errors.SemanticUnavailable, errors.RulesUnavailable),
+)
+async def get_semantic(name: str, gateway: Gateway = Depends(get_gateway),
+                       principal: Principal = Depends(authorize)) -> Response:
+    return Response(json.dumps(gateway.semantic(name, principal=principal)), media_type="application/json")
+
+
+@router.get(
     "/databases/{name}/schema",
     summary="Introspected schema of a database",
     description="Tables and views the gateway's role may read, with columns, types, keys and comments. "

@@ -91,6 +91,7 @@ def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
     settings = load_settings(
         databases={"demo": DatabaseSettings(dsn=reader_dsn, description=DESCRIPTION)},
         rules_dir=shipped_dir("rules"),  # the shipped rules/demo.yaml, wherever the demo is started from
+        semantic_dir=shipped_dir("semantic"),  # the shipped semantic/demo.yaml: metrics, dimensions, synonyms
     )
     settings.server.host = "127.0.0.1"  # the demo never listens beyond loopback
     settings.auth.enabled = False  # no API keys to hand out: allowed on loopback only (gateway.auth)

@@ -24,6 +24,7 @@ from gateway.mcp import apps, clarify
 from gateway.mcp.results import DATA_NOTE, ok
 from gateway.pipeline import Attempt
 from gateway.pipeline.conversation import replying
+from gateway.semantic.compile import DimensionFilter, MetricQuery
 from gateway.service import Gateway
 
 # What a tool returns to the client's model unless it asks for more: a model's context is not a data
@@ -55,6 +56,20 @@ class NoArgs(_Args):
 
 class DatabaseArg(_Args):
     database: str = Field(description="A database name from list_databases.", min_length=1, max_length=128)
+
+
+class MetricQueryArgs(DatabaseArg):
+    metrics: list[str] = Field(min_length=1, max_length=20, description="Metric names from list_metrics.")
+    dimensions: list[str] = Field(default_factory=list, max_length=20, description="Dimension names to group "
+                                  "by (a metric's `dimensions` in list_metrics).")
+    grain: Literal["day", "week", "month", "quarter", "year"] | None = Field(
+        default=None, description="Truncate the time dimensions among `dimensions` to this grain.")
+    filters: list[DimensionFilter] = Field(default_factory=list, max_length=20, description="Conditions on "
+                                           "dimensions with literal values; dates as ISO text.")
+    order_by: list[str] = Field(default_factory=list, max_length=20, description="Output names; '-' in front "
+                                "for descending.")
+    limit: int | None = Field(default=None, ge=1, description="At most this many rows (after ordering).")
+    max_rows: int | None = Field(default=None, ge=1, description="Rows returned to you (default 100).")
 
 
 class DescribeArgs(DatabaseArg):
@@ -179,7 +194,19 @@ ASK_OUT = _object(
                    "to the user and its options (a client with elicitation gets it asked instead).",
                    "properties": {"question": _STR, "options": {"type": "array", "items": _STR}}},
     trusted={"type": ["object", "null"], "description": "Set when a DBA's template answered (no LLM): template, "
-             "parameters, run."})
+             "parameters, run."},
+    compiled_from=_NSTR)
+METRICS_OUT = _object(["database", "configured", "metrics", "dimensions"], database=_STR,
+                      configured={"type": "boolean"}, status=_STR, metrics={"type": "array", "items": _object(
+                          ["name", "type", "definition"], name=_STR, type=_STR, label=_STR, description=_STR,
+                          synonyms={"type": "array", "items": _STR}, entity=_STR, definition=_STR,
+                          depends_on={"type": "array", "items": _STR},
+                          dimensions={"type": "array", "items": _STR})},
+                      dimensions={"type": "array", "items": _OBJ}, default_filters={"type": "array", "items": _OBJ},
+                      verified_queries={"type": "array", "items": _OBJ})
+METRIC_QUERY_OUT = _object(["database", "sql", "columns", "rows", "row_count", "truncated", "note"], database=_STR,
+                           sql=_STR, columns=_COLUMNS, rows=_ROWS, row_count=_INT, truncated={"type": "boolean"},
+                           compiled_from=_STR, note=_STR)
 FEEDBACK_OUT = _object(["feedback_id", "request_id", "verdict", "created"], feedback_id=_INT, request_id=_STR,
                        client_id=_STR, verdict=_STR, correction_id={"type": ["integer", "null"]},
                        example_id={"type": ["integer", "null"]}, example_status=_NSTR, created_at=_STR,
@@ -282,7 +309,9 @@ def _payload(data: dict[str, Any]) -> dict[str, Any]:
                                 "findings", "stop_reason", "guideline_version", "request_id", "clarification")},
         "attempts": [{"n": a["n"], "source": a["source"], "sql": a["sql"], "passed": a["passed"],
                       "codes": list(dict.fromkeys(f["code"] for f in a["findings"]))} for a in data["attempts"]],
-        "trusted": data.get("trusted"), "note": DATA_NOTE,
+        "trusted": data.get("trusted"),
+        "compiled_from": data.get("compiled_from"),  # semantic_model: SQL written from the metric definitions
+        "note": DATA_NOTE,
     }
 
 
@@ -294,6 +323,27 @@ def _answered(payload: dict[str, Any]) -> types.CallToolResult:
     return ok(f"Status {payload['status']} after {len(payload['attempts'])} attempt(s); {payload['row_count']} "
               f"row(s). Send give_feedback with request_id {payload['request_id']} once you know whether it is "
               "right.", payload, label="answer")
+
+
+async def list_metrics(call: Call, args: DatabaseArg) -> types.CallToolResult:
+    found = call.gateway.semantic(args.database, principal=call.principal)
+    return ok(f"{len(found['metrics'])} metric(s) and {len(found['dimensions'])} dimension(s) in {args.database}'s "
+              "semantic model.", found, label="metrics")
+
+
+async def query_metrics(call: Call, args: MetricQueryArgs) -> types.CallToolResult:
+    query = MetricQuery(metrics=args.metrics, dimensions=args.dimensions, grain=args.grain, filters=args.filters,
+                        order_by=args.order_by, limit=args.limit)
+    sql, outcome = await call.gateway.metric_query(args.database, query, max_rows=args.max_rows or DEFAULT_ROWS,
+                                                   principal=call.principal)
+    result = outcome.result
+    payload = {"database": args.database, "sql": sql, "columns": [{"name": c.name, "type": c.type}
+                                                                   for c in result.columns],
+               "rows": result.rows, "row_count": result.row_count, "truncated": result.truncated,
+               "compiled_from": "semantic_model", "note": DATA_NOTE}
+    more = " (truncated: there are more)" if result.truncated else ""
+    return ok(f"{result.row_count} row(s){more}, compiled from the semantic model's definitions.", payload,
+              label="rows")
 
 
 async def give_feedback(call: Call, args: FeedbackArgs) -> types.CallToolResult:
@@ -329,6 +379,14 @@ TOOLS: tuple[ToolSpec, ...] = (
              "elicitation when the client supports it (else status needs_clarification with the question). "
              "Listed only when the gateway has an LLM.", AskArgs, ASK_OUT, "/v1/ask", Operation.ASK, ask,
              meta=apps.tool_meta(), needs_llm=True),
+    ToolSpec("list_metrics", "List the semantic model's metrics", "The database's metrics (type, synonyms, exact "
+             "SQL definition, the dimensions each can be grouped by) and dimensions (time grains, synonyms). "
+             "Use the names with query_metrics.", DatabaseArg, METRICS_OUT, "/v1/databases/{name}/semantic",
+             Operation.SCHEMA, list_metrics),
+    ToolSpec("query_metrics", "Query metrics by dimensions", "Metrics grouped by dimensions, filtered, at a "
+             "time grain: the gateway writes the SQL from the semantic model's definitions, then checks and runs "
+             "it like run_sql. Returns the SQL, columns and rows.", MetricQueryArgs, METRIC_QUERY_OUT, "/v1/sql",
+             Operation.QUERY, query_metrics),
     ToolSpec("give_feedback", "Say whether an answer was right", "Feedback on an ask result (by request_id): "
              "'correct', or 'incorrect' with optional corrected SQL. Idempotent per request and key. The "
              "gateway learns from it after review; nothing in a database changes.", FeedbackArgs,

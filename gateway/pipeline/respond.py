@@ -30,7 +30,7 @@ from gateway.pipeline.clarify import Clarification
 from gateway.pipeline.generate import normalize_sql
 from gateway.pipeline.question import Question
 
-Source = Literal["generation", "candidate", "reflection", "verified_example", "template"]
+Source = Literal["generation", "candidate", "reflection", "verified_example", "template", "semantic_model"]
 Status = Literal["ok", "suspicious", "failed", "blocked", "needs_clarification"]
 
 
@@ -49,6 +49,8 @@ class Attempt:
     # A reflection shown this attempt's findings re-stated its SQL or its result: the doubt is recorded (the
     # findings stay), the answer stands.
     upheld: bool = False
+    # source semantic_model: the metric query the LLM picked; the SQL was compiled from the model's definitions
+    metric_query: dict[str, Any] | None = None
 
     @property
     def ran(self) -> bool:
@@ -95,6 +97,8 @@ class Attempt:
             out["candidate"] = dict(self.candidate)
         if self.upheld:
             out["upheld"] = True
+        if self.metric_query is not None:
+            out["metric_query"] = dict(self.metric_query)
         return out
 
 
@@ -138,6 +142,8 @@ class Answer:
             out["candidates"] = self.candidates
         if self.trusted is not None:
             out["trusted"] = self.trusted
+        if self.chosen is not None and self.chosen.source == "semantic_model":
+            out["compiled_from"] = "semantic_model"  # the SQL was written from the model's definitions
         return out
 
 

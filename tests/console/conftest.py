@@ -120,6 +120,7 @@ async def serve_console(pg: PgServer, demo_dsn: str, folder: Path, oidc: OidcSet
             magic=MagicSettings(schedule=False),
             llm=LLMSettings(base_url=llm.base_url, model="scripted-model", timeout_s=10.0, max_retries=0),
             rules_dir=rules_dir or ROOT / "rules",
+            semantic_dir=ROOT / "semantic",  # the shipped demo model: the Metrics page
             guidelines_dir=folder,
         )
         port = free_port()

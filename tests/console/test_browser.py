@@ -98,7 +98,7 @@ def test_sign_in_offers_only_the_pages_of_the_keys_role(browser: Any, console: C
     assert "did not accept" in message
     assert browser.execute_script("return sessionStorage.getItem('nl2sql.key')") is None
     sign_in(browser, console, console.keys["client"])
-    assert nav_pages(browser) == ["ask", "sql", "trusted", "status"]  # schema, rules and guideline need a dba key
+    assert nav_pages(browser) == ["ask", "sql", "trusted", "metrics", "status"]  # schema, rules and guideline need a dba key
     assert "console-client (client)" in find(browser, "#who").text
     # The key lives in this tab's sessionStorage only.
     assert browser.execute_script("return sessionStorage.getItem('nl2sql.key')") == console.keys["client"]
@@ -209,7 +209,7 @@ def test_dba_reviews_the_proposed_example_and_sees_rules_and_hidden_columns(brow
     wait(browser, visible("#key"), "the sign-in form again")
     assert browser.execute_script("return sessionStorage.getItem('nl2sql.key')") is None
     sign_in(browser, console, console.keys["dba"])
-    assert nav_pages(browser) == ["ask", "sql", "schema", "rules", "trusted", "guideline", "status"]
+    assert nav_pages(browser) == ["ask", "sql", "schema", "rules", "trusted", "metrics", "guideline", "status"]
     browser.get(console.url + "#rules")
     check = wait(browser, visible("#rules-check"), "the rules check")
     assert "0 error(s)" in check.text and "demo.yaml" in check.text

@@ -22,7 +22,8 @@ from gateway.testing.scripted_llm import ScriptedLLM
 from tests.ask.helpers import script, sql
 from tests.mcp_server.conftest import HIDDEN, stdio_params, write_config
 
-ALL_TOOLS = {"list_databases", "describe_schema", "search_schema", "check_sql", "run_sql", "ask", "give_feedback"}
+ALL_TOOLS = {"list_databases", "describe_schema", "search_schema", "check_sql", "run_sql", "ask", "give_feedback",
+             "list_metrics", "query_metrics"}
 
 
 @pytest.fixture(scope="module")

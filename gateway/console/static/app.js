@@ -8,6 +8,7 @@ import * as ask from "./ask.js";
 import * as sqltab from "./sqltab.js";
 import * as schema from "./schema.js";
 import * as rules from "./rules.js";
+import * as metrics from "./metrics.js";
 import * as guideline from "./guideline.js";
 import * as regressions from "./regressions.js";
 import * as status from "./status.js";
@@ -21,6 +22,7 @@ const PAGES = {
   schema: { module: schema, role: "dba", title: "Schema" },
   rules: { module: rules, role: "dba", title: "Rules and examples" },
   trusted: { module: trusted, role: "client", title: "Trusted" },
+  metrics: { module: metrics, role: "client", title: "Metrics" },
   guideline: { module: guideline, role: "dba", title: "Guideline" },
   regressions: { module: regressions, role: "dba", title: "Regressions" },  // #regressions/<version>, from Guideline
   status: { module: status, role: null, title: "Status" },
