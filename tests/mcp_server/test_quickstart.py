@@ -18,7 +18,8 @@ from tests.ask.helpers import script, sql
 from tests.mcp_server.conftest import ROOT
 from tests.mcp_server.test_elicitation import storeless_config
 
-WITHOUT_ASK = {"list_databases", "describe_schema", "search_schema", "check_sql", "run_sql", "give_feedback"}
+WITHOUT_ASK = {"list_databases", "describe_schema", "search_schema", "check_sql", "run_sql", "give_feedback",
+               "list_metrics", "query_metrics"}
 # The child's environment: nothing of the shell's LLM settings, as a desktop client starts it.
 CLEAN = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NL2SQL_", "PG"))}
 
@@ -88,10 +89,14 @@ def test_print_config_for_a_config_file(demo_dsn: str, tmp_path: Path, extra: li
     assert urlsplit(demo_dsn).password is None or urlsplit(demo_dsn).password not in done.stdout
 
 
-def test_desktop_doctests() -> None:
+def test_desktop_doctests(monkeypatch: pytest.MonkeyPatch) -> None:
     import doctest
 
     import gateway.mcp.desktop
+
+    for name in os.environ:  # Settings() reads the environment: the examples run in a desktop client's
+        if name.startswith(("OPENAI_", "NL2SQL_", "PG")):
+            monkeypatch.delenv(name)
 
     assert doctest.testmod(gateway.mcp.desktop).failed == 0
 
