@@ -13,6 +13,7 @@ from types import FrameType
 from gateway.assets import shipped_dir
 from gateway.demo.embedded import EmbeddedPostgres, default_data_dir
 from gateway.demo.generator import derive_dsn, ensure_demo_database
+from gateway.demo.lock import demo_lock
 from gateway.ports import ensure_port_free
 from gateway.settings import DatabaseSettings, Settings, load_settings
 from gateway.store import examples
@@ -155,8 +156,14 @@ def run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]
 
 
 def _run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]) -> None:
-    ensure_port_free("127.0.0.1", port)  # before the embedded server starts or a banner says "serving"
-    data_dir = data_dir or default_data_dir()
+    data_dir = (data_dir or default_data_dir()).expanduser().absolute()
+    # Before the port check: a second `demo` with the same defaults is told about the first, not the port.
+    with demo_lock(data_dir, port):
+        ensure_port_free("127.0.0.1", port)  # before the embedded server starts or a banner says "serving"
+        _serve_demo(data_dir, port, serve)
+
+
+def _serve_demo(data_dir: Path, port: int, serve: Callable[[Settings], None]) -> None:
     server = EmbeddedPostgres(data_dir)
     print(f"starting embedded Postgres in {data_dir} ...", flush=True)
     try:
