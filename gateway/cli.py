@@ -12,7 +12,13 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import extras, safety
-from gateway.quickstart import apply_dsn_options, parse_dsn_option
+from gateway.quickstart import (
+    apply_dsn_options,
+    check_exposure_of_dsn,
+    parse_dsn_option,
+    password_warning,
+    reach_dsn_databases,
+)
 from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
 
 app = typer.Typer(
@@ -76,8 +82,9 @@ def serve(
     dsn: Annotated[list[str] | None, typer.Option(
         "--dsn", metavar="[NAME=]postgresql://...",
         help="Serve this database (repeatable; NAME defaults to the DSN's database) instead of the configured "
-             "ones, with access control off and on loopback only: no config file or store needed. A password "
-             "can come from PGPASSWORD.")] = None,
+             "ones, with access control off and on loopback only: no config file or store needed. Each is "
+             "connected to before the start. Keep the password out of the URL (ps shows it): PGPASSWORD or "
+             "~/.pgpass.")] = None,
     llm_model: Annotated[str | None, typer.Option(help="LLM model for /v1/ask (llm.model).")] = None,
     llm_base_url: Annotated[str | None, typer.Option(
         help="OpenAI-compatible endpoint (llm.base_url; OPENAI_BASE_URL also works). The key comes from "
@@ -91,6 +98,12 @@ def serve(
         _no_databases(config)
     if host is not None:
         settings.server.host = host
+    if dsn:
+        _or_exit(check_exposure_of_dsn, settings.server.host)
+        warning = password_warning(dsn)
+        if warning:
+            typer.echo(warning, err=True)
+        _or_exit(reach_dsn_databases, settings, dsn)
     if port is not None:
         settings.server.port = port
     if workers is not None:
