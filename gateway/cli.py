@@ -12,6 +12,7 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import extras, safety
+from gateway.cli_style import CLI_STYLE
 from gateway.quickstart import (
     apply_dsn_options,
     check_exposure_of_dsn,
@@ -22,6 +23,7 @@ from gateway.quickstart import (
 from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
 
 app = typer.Typer(
+    **CLI_STYLE,
     name="nl2sql-gateway",
     help="A read-only SQL gateway between natural-language clients and PostgreSQL.",
     no_args_is_help=True,

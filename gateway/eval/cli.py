@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from gateway import extras
+from gateway.cli_style import CLI_STYLE
 from gateway.eval.questions import Question, QuestionSetError, load_questions, question_set_digest, shipped
 from gateway.eval.runfolder import RunFolder, RunFolderError, new_run_id
 from gateway.eval.scenarios import DEFAULT_GUIDELINES, DEFAULT_REFLECTIONS, Scenario, ScenarioError, matrix
@@ -29,6 +30,7 @@ class _RunByDefault(TyperGroup):
 
 
 eval_app = typer.Typer(
+    **CLI_STYLE,
     cls=_RunByDefault, no_args_is_help=True, add_completion=False,
     help="Measure accuracy: run a question set through the pipeline and score execution accuracy (EX). "
          "`eval QUESTIONS.jsonl` runs it; `eval compare A B` compares two runs; `eval report RUN` rebuilds a report.",
