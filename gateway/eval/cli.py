@@ -114,18 +114,27 @@ def run_command(
         raise _fail(str(exc)) from exc
     questions = questions[:limit] if limit else questions
     manifest = _manifest(settings, path, questions, scenarios, concurrency)
+    made: list[RunFolder] = []
+
+    def make_folder() -> RunFolder:  # once the preflight passed: a run that cannot start leaves no folder
+        try:
+            folder, resumed = RunFolder.create_or_resume(runs_dir / (run_id or new_run_id()), manifest)
+        except RunFolderError as exc:
+            raise _fail(str(exc)) from exc
+        typer.echo(f"{'resuming' if resumed else 'starting'} run {folder.run_id} in {folder.path}: "
+                   f"{len(questions)} questions x {len(scenarios)} scenarios "
+                   f"({', '.join(s.name for s in scenarios)})", err=True)
+        made.append(folder)
+        return folder
+
     try:
-        folder, resumed = RunFolder.create_or_resume(runs_dir / (run_id or new_run_id()), manifest)
-    except RunFolderError as exc:
-        raise _fail(str(exc)) from exc
-    typer.echo(f"{'resuming' if resumed else 'starting'} run {folder.run_id} in {folder.path}: {len(questions)} "
-               f"questions x {len(scenarios)} scenarios ({', '.join(s.name for s in scenarios)})", err=True)
-    try:
-        status = asyncio.run(run_session(settings, folder, questions, scenarios, concurrency=concurrency,
+        status = asyncio.run(run_session(settings, make_folder, questions, scenarios, concurrency=concurrency,
                                          progress=progress, collect=collect_corrections, log_level=log_level))
     except KeyboardInterrupt:
-        raise _fail(f"interrupted: finished results are saved in {folder.path}; resume with "
-                    f"--run-id {folder.run_id}", 130) from None
+        if not made:
+            raise _fail("interrupted before the run started", 130) from None
+        raise _fail(f"interrupted: finished results are saved in {made[0].path}; resume with "
+                    f"--run-id {made[0].run_id}", 130) from None
     raise typer.Exit(status if status == 2 else _without_charts(status))  # 2: it could not start, wrote nothing
 
 

@@ -69,3 +69,11 @@ async def test_a_run_that_scored_nothing_exits_non_zero(demo_dsn: str, llm: Scri
     status = await run_session(eval_settings(demo_dsn, llm.base_url, guidelines_dir), folder, questions, scenarios,
                                concurrency=1, progress=False, collect=False, out=out)
     assert status == NOTHING_SCORED == 1
+
+
+def test_a_preflight_that_fails_leaves_no_run_folder(demo_dsn: str, tmp_path: Path) -> None:
+    for env in ({}, {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_LLM__MODEL": "m"}):  # no database; no LLM
+        result = eval_cli(["demo", "--limit", "2"], tmp_path, env)
+        assert result.returncode == 2 and "cannot start" in result.stderr, result.stderr
+        assert "starting run" not in result.stderr
+        assert not (tmp_path / "eval-runs").exists() or not list((tmp_path / "eval-runs").iterdir())
