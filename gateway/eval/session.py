@@ -108,4 +108,9 @@ def summary_table(report: dict[str, Any]) -> str:
                   f"{pct(c['precision']):>10} {pct(c['recall']):>7}" for c in findings["codes"] if c["fired"]]
         if not any(c["fired"] for c in findings["codes"]):
             lines.append("(no finding fired)")
+    dropped = report.get("gold_errors") or {}
+    if dropped:  # not scored in any scenario: say which and why, not only in report.md
+        lines += ["", f"{len(dropped)} question{'s' if len(dropped) > 1 else ''} left out of the scores "
+                  f"({'their' if len(dropped) > 1 else 'its'} gold SQL failed):"]
+        lines += [f"  {qid}: {reason}" for qid, reason in sorted(dropped.items())]
     return "\n".join(lines) + "\n"
