@@ -50,8 +50,9 @@ def _every_command(
     """A read-only SQL gateway between natural-language clients and PostgreSQL."""
     from gateway.observability.logging import configure_logging
 
-    # stdout carries each command's machine-readable output (JSON, JSONL, tokens); logs go to stderr.
-    configure_logging("INFO", json_logs=True)
+    # stdout carries each command's machine-readable output (JSON, JSONL, tokens); logs go to stderr, as
+    # readable lines on a terminal and JSON lines otherwise.
+    configure_logging("INFO", json_logs=None)
 
 
 ConfigOption = Annotated[
