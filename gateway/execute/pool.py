@@ -83,12 +83,12 @@ def why_unavailable(exc: BaseException, database: str, where: str | None = None)
 
     ``where`` is what the person wrote the DSN as (``--dsn``); by default the setting that holds it.
     """
-    variable = f"NL2SQL_DATABASES__{database.upper()}__PASSWORD"
-    password = "PGPASSWORD or ~/.pgpass" if where else f"{variable} or PGPASSWORD"
-    where = where or f"databases.{database}.dsn"
     if isinstance(exc, faults.ConnectPaused):
         return (f"{why_unavailable(exc.cause, database, where)} (no new attempt for {exc.left_s:.1f} s: "
                 "connect_backoff_s)")
+    variable = f"NL2SQL_DATABASES__{database.upper()}__PASSWORD"
+    password = "PGPASSWORD or ~/.pgpass" if where else f"{variable} or PGPASSWORD"
+    where = where or f"databases.{database}.dsn"
     if isinstance(exc, TimeoutError):
         return "no answer in time (is the server up and reachable from here?)"
     if isinstance(exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError):
