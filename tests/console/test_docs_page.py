@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -13,10 +13,25 @@ import uvicorn
 
 from gateway.api.app import create_app
 from gateway.settings import DatabaseSettings, Settings
-from tests.console.test_browser import console_errors, finds, wait
 from tests.serving import free_port
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
+TIMEOUT_S = 60  # a bound on the wait for a page condition; the condition decides, not the clock
+
+
+def finds(driver: Any, css: str) -> list[Any]:
+    return list(driver.find_elements("css selector", css))
+
+
+def wait(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, TIMEOUT_S).until(condition, message=f"waited for {what}")
+
+
+def console_errors(driver: Any) -> list[str]:
+    """Errors the page logged (a failed asset, a script error): none may occur."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
 @pytest.fixture(scope="module")
