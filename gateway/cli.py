@@ -12,10 +12,18 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import extras, safety
-from gateway.quickstart import apply_dsn_options, parse_dsn_option
+from gateway.cli_style import CLI_STYLE
+from gateway.quickstart import (
+    apply_dsn_options,
+    check_exposure_of_dsn,
+    parse_dsn_option,
+    password_warning,
+    reach_dsn_databases,
+)
 from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
 
 app = typer.Typer(
+    **CLI_STYLE,
     name="nl2sql-gateway",
     help="A read-only SQL gateway between natural-language clients and PostgreSQL.",
     no_args_is_help=True,
@@ -42,8 +50,9 @@ def _every_command(
     """A read-only SQL gateway between natural-language clients and PostgreSQL."""
     from gateway.observability.logging import configure_logging
 
-    # stdout carries each command's machine-readable output (JSON, JSONL, tokens); logs go to stderr.
-    configure_logging("INFO", json_logs=True)
+    # stdout carries each command's machine-readable output (JSON, JSONL, tokens); logs go to stderr, as
+    # readable lines on a terminal and JSON lines otherwise.
+    configure_logging("INFO", json_logs=None)
 
 
 ConfigOption = Annotated[
@@ -76,8 +85,9 @@ def serve(
     dsn: Annotated[list[str] | None, typer.Option(
         "--dsn", metavar="[NAME=]postgresql://...",
         help="Serve this database (repeatable; NAME defaults to the DSN's database) instead of the configured "
-             "ones, with access control off and on loopback only: no config file or store needed. A password "
-             "can come from PGPASSWORD.")] = None,
+             "ones, with access control off and on loopback only: no config file or store needed. Each is "
+             "connected to before the start. Keep the password out of the URL (ps shows it): PGPASSWORD or "
+             "~/.pgpass.")] = None,
     llm_model: Annotated[str | None, typer.Option(help="LLM model for /v1/ask (llm.model).")] = None,
     llm_base_url: Annotated[str | None, typer.Option(
         help="OpenAI-compatible endpoint (llm.base_url; OPENAI_BASE_URL also works). The key comes from "
@@ -91,6 +101,12 @@ def serve(
         _no_databases(config)
     if host is not None:
         settings.server.host = host
+    if dsn:
+        _or_exit(check_exposure_of_dsn, settings.server.host)
+        warning = password_warning(dsn)
+        if warning:
+            typer.echo(warning, err=True)
+        _or_exit(reach_dsn_databases, settings, dsn)
     if port is not None:
         settings.server.port = port
     if workers is not None:

@@ -558,7 +558,7 @@ class Gateway:
         answers = await asyncio.gather(*(t.ping(timeout=1.0) for t in targets))
         results = {t.name: answer for t, answer in zip(targets, answers, strict=True)}
         report = state.extras.get("privileges")
-        if report is None or report.stale():
+        if report is None or report.stale(state.ruleset):
             report = await report_privileges(state, log_each=False)  # bounded per database
         if report is None:
             report = PrivilegeReport()
@@ -600,6 +600,8 @@ class Gateway:
         folder = state.settings.rules_dir
         problems = check_rules(folder, {database: await introspect(target, everything=True)})
         report = state.extras.get("privileges")
+        if report is not None and report.stale(state.ruleset):  # after a reload: the findings of the new rules
+            report = await report_privileges(state, log_each=False)
         privileges = report.details(database) if report is not None else []
 
         def where(path: Any) -> str:

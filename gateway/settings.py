@@ -612,7 +612,9 @@ class LoggingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log level.")
-    json_logs: bool = Field(default=True, description="JSON lines (true) or human-readable console output.")
+    json_logs: bool | None = Field(
+        default=None, description="JSON lines (true) or human-readable console lines (false); unset: JSON unless "
+        "stderr is a terminal.")
 
 
 class Settings(BaseSettings):

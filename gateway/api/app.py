@@ -41,6 +41,7 @@ from gateway.api.problems import PROBLEM_JSON
 from gateway.auth import check_exposure
 from gateway.auth.access import authorize
 from gateway.backpressure import Strangers
+from gateway.banner import print_banner
 from gateway.mcp.http import McpEndpoint
 from gateway.observability import metrics
 from gateway.observability.logging import configure_logging
@@ -111,6 +112,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.service = gw  # routes and the MCP endpoint are adapters over it
             app.state.gateway = gw.state  # what the stages take (see gateway.api.deps)
             refresher = None
+            if metrics.multiprocess_dir() is None:  # one process: its banner (workers: the supervisor's)
+                print_banner(settings, gw.state.extras.get("privileges"))
             if metrics.multiprocess_dir() is not None:  # a worker of serve --workers N
                 refresher = asyncio.create_task(metrics.refresh_pools(gw.state.targets.by_name.values()))
             try:

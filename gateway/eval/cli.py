@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from gateway import extras
+from gateway.cli_style import CLI_STYLE
 from gateway.eval.questions import Question, QuestionSetError, load_questions, question_set_digest, shipped
 from gateway.eval.runfolder import RunFolder, RunFolderError, new_run_id
 from gateway.eval.scenarios import DEFAULT_GUIDELINES, DEFAULT_REFLECTIONS, Scenario, ScenarioError, matrix
@@ -29,6 +30,7 @@ class _RunByDefault(TyperGroup):
 
 
 eval_app = typer.Typer(
+    **CLI_STYLE,
     cls=_RunByDefault, no_args_is_help=True, add_completion=False,
     help="Measure accuracy: run a question set through the pipeline and score execution accuracy (EX). "
          "`eval QUESTIONS.jsonl` runs it; `eval compare A B` compares two runs; `eval report RUN` rebuilds a report; "
@@ -113,18 +115,27 @@ def run_command(
         raise _fail(str(exc)) from exc
     questions = questions[:limit] if limit else questions
     manifest = _manifest(settings, path, questions, scenarios, concurrency)
+    made: list[RunFolder] = []
+
+    def make_folder() -> RunFolder:  # once the preflight passed: a run that cannot start leaves no folder
+        try:
+            folder, resumed = RunFolder.create_or_resume(runs_dir / (run_id or new_run_id()), manifest)
+        except RunFolderError as exc:
+            raise _fail(str(exc)) from exc
+        typer.echo(f"{'resuming' if resumed else 'starting'} run {folder.run_id} in {folder.path}: "
+                   f"{len(questions)} questions x {len(scenarios)} scenarios "
+                   f"({', '.join(s.name for s in scenarios)})", err=True)
+        made.append(folder)
+        return folder
+
     try:
-        folder, resumed = RunFolder.create_or_resume(runs_dir / (run_id or new_run_id()), manifest)
-    except RunFolderError as exc:
-        raise _fail(str(exc)) from exc
-    typer.echo(f"{'resuming' if resumed else 'starting'} run {folder.run_id} in {folder.path}: {len(questions)} "
-               f"questions x {len(scenarios)} scenarios ({', '.join(s.name for s in scenarios)})", err=True)
-    try:
-        status = asyncio.run(run_session(settings, folder, questions, scenarios, concurrency=concurrency,
+        status = asyncio.run(run_session(settings, make_folder, questions, scenarios, concurrency=concurrency,
                                          progress=progress, collect=collect_corrections, log_level=log_level))
     except KeyboardInterrupt:
-        raise _fail(f"interrupted: finished results are saved in {folder.path}; resume with "
-                    f"--run-id {folder.run_id}", 130) from None
+        if not made:
+            raise _fail("interrupted before the run started", 130) from None
+        raise _fail(f"interrupted: finished results are saved in {made[0].path}; resume with "
+                    f"--run-id {made[0].run_id}", 130) from None
     raise typer.Exit(status if status == 2 else _without_charts(status))  # 2: it could not start, wrote nothing
 
 

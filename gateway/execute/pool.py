@@ -81,23 +81,40 @@ async def _reset_connection(conn: asyncpg.Connection) -> None:
     statements.cleared(session)
 
 
-def why_unavailable(exc: BaseException, database: str) -> str:
-    """A failure to reach ``database`` in words a person can act on (no exception class names)."""
-    variable = f"NL2SQL_DATABASES__{database.upper()}__PASSWORD"
+def why_unavailable(exc: BaseException, database: str, where: str | None = None) -> str:
+    """A failure to reach ``database`` in words a person can act on (no exception class names).
+
+    ``where`` is what the person wrote the DSN as (``--dsn``); by default the setting that holds it.
+    """
     if isinstance(exc, faults.ConnectPaused):
-        return f"{why_unavailable(exc.cause, database)} (no new attempt for {exc.left_s:.1f} s: connect_backoff_s)"
+        return (f"{why_unavailable(exc.cause, database, where)} (no new attempt for {exc.left_s:.1f} s: "
+                "connect_backoff_s)")
+    variable = f"NL2SQL_DATABASES__{database.upper()}__PASSWORD"
+    password = "PGPASSWORD or ~/.pgpass" if where else f"{variable} or PGPASSWORD"
+    where = where or f"databases.{database}.dsn"
     if isinstance(exc, TimeoutError):
         return "no answer in time (is the server up and reachable from here?)"
     if isinstance(exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError):
-        return (f"the server refused the login: {exc}; check the user in databases.{database}.dsn and the "
-                f"password ({variable} or PGPASSWORD)")
+        return f"the server refused the login: {exc}; check the user in {where} and the password ({password})"
     if isinstance(exc, asyncpg.InvalidCatalogNameError):
-        return f"{exc}; check the database name in databases.{database}.dsn"
+        return f"{exc}; check the database name in {where}"
     if isinstance(exc, ConnectionRefusedError):
-        return f"connection refused; check the host and port in databases.{database}.dsn and that the server runs"
+        return f"connection refused; check the host and port in {where} and that the server runs"
     if isinstance(exc, OSError):
-        return f"cannot connect: {exc.strerror or exc}; check the host in databases.{database}.dsn"
+        return f"cannot connect: {exc.strerror or exc}; check the host in {where}"
     return str(exc) or "the database did not answer"
+
+
+async def probe(settings: DatabaseSettings, name: str, where: str) -> str | None:
+    """Connect once to ``settings``'s database: ``None`` when it answers, else why not (see
+    :func:`why_unavailable`). For start-up checks where a wrong DSN should stop the start, not be retried."""
+    password = settings.password.get_secret_value() if settings.password else None
+    try:
+        conn = await asyncpg.connect(settings.dsn, password=password, timeout=settings.limits.acquire_timeout_s)
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        return why_unavailable(exc, name, where)
+    await conn.close()
+    return None
 
 
 async def create_pool(settings: DatabaseSettings, name: str = "") -> asyncpg.Pool:

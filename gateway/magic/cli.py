@@ -20,6 +20,7 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import errors
+from gateway.cli_style import CLI_STYLE
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-app = typer.Typer(name="guideline", help="List, show, diff, regenerate, activate, roll back, reset to the "
+app = typer.Typer(**CLI_STYLE, name="guideline", help="List, show, diff, regenerate, activate, roll back, reset to the "
                   "shipped default and export the self-correction guideline versions kept in the store, per "
                   "database (--database) or global.", no_args_is_help=True)
 
