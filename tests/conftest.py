@@ -95,6 +95,18 @@ def _remove_orphaned_servers(parent: Path) -> None:
             EmbeddedPostgres(owner_file.parent).destroy()
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Each test leaves ``os.environ`` as it found it: the CLI run in-process exports what it was given
+    (``NL2SQL_CONFIG``, for one), and a later test's child process would inherit it and read another
+    configuration. Session fixtures set up before the test keep theirs (they come first)."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def pg() -> Iterator[PgServer]:
     external = os.environ.get("NL2SQL_TEST_ADMIN_DSN")
