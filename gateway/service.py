@@ -803,6 +803,11 @@ class Gateway:
         return state.llm is not None and (state.settings.llm.model is not None or any(
             target.settings.ask.model for target in state.targets.by_name.values()))
 
+    def serves_metrics(self) -> bool:
+        """Whether a semantic layer is configured (``semantic_dir``): MCP lists ``list_metrics`` and
+        ``query_metrics`` only then (a tool that can only fail is noise in the client's model's context)."""
+        return self.state.semantic is not None
+
     async def answer(self, q: Question, on_attempt: OnAttempt | None = None, thread: Thread | None = None) -> Answer:
         """:meth:`ask`, plus what ``POST /v1/ask`` does around it: the answer is audited in the store before
         it is returned (so feedback can name its request id) and its corrections are handed to the sink.

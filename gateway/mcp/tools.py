@@ -127,13 +127,15 @@ class ToolSpec:
     read_only: bool = True
     meta: dict[str, Any] | None = None  # the tool's _meta (an MCP Apps view: gateway.mcp.apps)
     needs_llm: bool = False  # not listed, and refused, while no LLM can answer (Gateway.answers_questions)
+    needs_semantic: bool = False  # not listed, and refused, without a semantic layer (Gateway.serves_metrics)
 
     @property
     def role(self) -> Role:
         return required_role(self.route) or Role.CLIENT
 
     def available(self, gateway: Gateway) -> bool:
-        return not self.needs_llm or gateway.answers_questions()
+        return ((not self.needs_llm or gateway.answers_questions())
+                and (not self.needs_semantic or gateway.serves_metrics()))
 
     def tool(self) -> types.Tool:
         return types.Tool(
@@ -382,11 +384,11 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("list_metrics", "List the semantic model's metrics", "The database's metrics (type, synonyms, exact "
              "SQL definition, the dimensions each can be grouped by) and dimensions (time grains, synonyms). "
              "Use the names with query_metrics.", DatabaseArg, METRICS_OUT, "/v1/databases/{name}/semantic",
-             Operation.SCHEMA, list_metrics),
+             Operation.SCHEMA, list_metrics, needs_semantic=True),
     ToolSpec("query_metrics", "Query metrics by dimensions", "Metrics grouped by dimensions, filtered, at a "
              "time grain: the gateway writes the SQL from the semantic model's definitions, then checks and runs "
              "it like run_sql. Returns the SQL, columns and rows.", MetricQueryArgs, METRIC_QUERY_OUT, "/v1/sql",
-             Operation.QUERY, query_metrics),
+             Operation.QUERY, query_metrics, needs_semantic=True),
     ToolSpec("give_feedback", "Say whether an answer was right", "Feedback on an ask result (by request_id): "
              "'correct', or 'incorrect' with optional corrected SQL. Idempotent per request and key. The "
              "gateway learns from it after review; nothing in a database changes.", FeedbackArgs,

@@ -26,6 +26,17 @@ async def semantic_gw(demo_dsn: str, store_dsn: str, llm_server: ScriptedLLM,
         yield Served(base, state)
 
 
+async def test_the_metric_tools_are_listed_only_with_a_semantic_layer(semantic_gw: Served, http_gw: Served) -> None:
+    token = await semantic_gw.key("client", ("demo",))
+    async with http_client(semantic_gw.url, token) as client:
+        assert {"list_metrics", "query_metrics"} <= {t.name for t in (await client.list_tools()).tools}
+    token = await http_gw.key("client", ("demo",))  # no semantic_dir: a tool that can only fail is not listed
+    async with http_client(http_gw.url, token) as client:
+        assert not {"list_metrics", "query_metrics"} & {t.name for t in (await client.list_tools()).tools}
+        refused = await client.call_tool("list_metrics", {"database": "demo"})
+    assert refused.is_error and "semantic_dir" in text_of(refused)
+
+
 async def test_list_metrics_leaves_out_what_the_rules_hide(semantic_gw: Served) -> None:
     token = await semantic_gw.key("client", ("demo",))
     async with http_client(semantic_gw.url, token) as client:

@@ -18,8 +18,7 @@ from tests.ask.helpers import script, sql
 from tests.mcp_server.conftest import ROOT
 from tests.mcp_server.test_elicitation import storeless_config
 
-WITHOUT_ASK = {"list_databases", "describe_schema", "search_schema", "check_sql", "run_sql", "give_feedback",
-               "list_metrics", "query_metrics"}
+WITHOUT_ASK = {"list_databases", "describe_schema", "search_schema", "check_sql", "run_sql", "give_feedback"}
 # The child's environment: nothing of the shell's LLM settings, as a desktop client starts it.
 CLEAN = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "NL2SQL_", "PG"))}
 
