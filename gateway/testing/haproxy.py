@@ -14,22 +14,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from gateway.testing.loopback import executable, free_port
+
 BINARY_CANDIDATES = ("haproxy", "/usr/sbin/haproxy")
 
 
 def binary() -> str | None:
     """The haproxy executable, or None when it is not installed."""
-    for candidate in BINARY_CANDIDATES:
-        found = shutil.which(candidate)
-        if found:
-            return found
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return executable(BINARY_CANDIDATES)
 
 
 class HAProxy:
@@ -50,7 +42,7 @@ class HAProxy:
         if exe is None:
             raise FileNotFoundError("haproxy is not installed (Debian: apt-get install haproxy)")
         self.directory = Path(tempfile.mkdtemp(prefix="nl2sqlhaproxy-"))
-        self.port = _free_port()
+        self.port = free_port()
         servers = "".join(f"    server r{n} 127.0.0.1:{port} check inter 500ms fall 1 rise 1\n"
                           for n, port in enumerate(self.ports, start=1))
         config = self.directory / "haproxy.cfg"

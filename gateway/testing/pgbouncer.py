@@ -22,23 +22,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from gateway.demo.embedded import SYSTEM_USER_WHEN_ROOT
+from gateway.testing.loopback import executable, free_port
 
 BINARY_CANDIDATES = ("pgbouncer", "/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
 
 
 def binary() -> str | None:
     """The pgbouncer executable, or None when it is not installed."""
-    for candidate in BINARY_CANDIDATES:
-        found = shutil.which(candidate)
-        if found:
-            return found
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return executable(BINARY_CANDIDATES)
 
 
 class PgBouncer:
@@ -59,7 +50,7 @@ class PgBouncer:
         if exe is None:
             raise FileNotFoundError("pgbouncer is not installed (Debian: apt-get install pgbouncer)")
         self.directory = Path(tempfile.mkdtemp(prefix="nl2sqlbouncer-"))
-        self.port = _free_port()
+        self.port = free_port()
         auth = "".join(f'"{u}" ""\n' for u in self.users)
         (self.directory / "users.txt").write_text(auth)
         (self.directory / "pgbouncer.ini").write_text(

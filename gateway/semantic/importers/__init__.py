@@ -11,8 +11,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sqlglot
+from sqlglot import exp
+
 from gateway.semantic.loading import SemanticProblem, load_model, validate
 from gateway.semantic.model import SemanticModel
+
+
+def is_bare_column(text: str) -> bool:
+    """Whether a format's expression is one unqualified column (mapped as is) rather than SQL over several."""
+    try:
+        node = sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.ParseError:
+        return False
+    return isinstance(node, exp.Column) and not node.table
 
 
 class ImportProblem(ValueError):

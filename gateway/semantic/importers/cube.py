@@ -21,7 +21,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from gateway.semantic.importers import ImportProblem
+from gateway.semantic.importers import ImportProblem, is_bare_column
 from gateway.semantic.loading import SemanticProblem
 from gateway.semantic.model import GRAINS, Dimension, Entity, Measure, Metric, Relationship, SemanticModel
 
@@ -64,7 +64,7 @@ def read_cube(source: Path) -> tuple[SemanticModel, list[SemanticProblem]]:
             if dim is key and not dim.get("public", False):
                 continue
             column = _strip(dim.get("sql", dim["name"]))
-            if not _is_column(column):
+            if not is_bare_column(column):
                 warn(f"dimension {name}.{dim['name']}: sql {column!r} is not a column; skipped")
                 continue
             dname = dim["name"] if dim["name"] not in used_dims else f"{name}_{dim['name']}"
@@ -160,11 +160,3 @@ def _table_of(sql: str) -> str | None:
 def _synonyms(element: dict[str, Any]) -> list[str]:
     found = (element.get("meta") or {}).get("synonyms", [])
     return [str(s) for s in found] if isinstance(found, list) else []
-
-
-def _is_column(text: str) -> bool:
-    try:
-        node = sqlglot.parse_one(text, read="postgres")
-    except sqlglot.errors.ParseError:
-        return False
-    return isinstance(node, exp.Column) and not node.table

@@ -25,7 +25,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from gateway.semantic.importers import ImportProblem
+from gateway.semantic.importers import ImportProblem, is_bare_column
 from gateway.semantic.loading import SemanticProblem
 from gateway.semantic.model import GRAINS, Dimension, Entity, Measure, Metric, Relationship, SemanticModel
 
@@ -124,7 +124,7 @@ def _map(manifest: Any, where: str) -> tuple[SemanticModel, list[SemanticProblem
         dims: dict[str, Dimension] = {}
         for dim in sm.dimensions:
             column = dim.expr or dim.name
-            if not _is_column(column):
+            if not is_bare_column(column):
                 warn(f"dimension {sm.name}.{dim.name}: expr {column!r} is not a column; skipped")
                 continue
             name = dim.name if dim.name not in used else f"{sm.name}_{dim.name}"
@@ -223,11 +223,3 @@ def _synonyms(element: Any) -> list[str]:
     config = getattr(element, "config", None)
     found = (config.meta if config is not None else {}).get("synonyms", [])
     return [str(s) for s in found] if isinstance(found, list) else []
-
-
-def _is_column(text: str) -> bool:
-    try:
-        node = sqlglot.parse_one(text, read="postgres")
-    except sqlglot.errors.ParseError:
-        return False
-    return isinstance(node, exp.Column) and not node.table
