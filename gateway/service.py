@@ -513,7 +513,11 @@ class Gateway:
         state = self.state
         template, _, dom = await promote.available(state, store_of(state.store), name, may_use=principal.may_use,
                                                    role=principal.pg_role, claims=principal.claims)
-        checked = checked_values(template, values or {}, dom)
+        full = principal.role.allows(Role.DBA)
+        # Defaults only as the listing shows them (promote.view): never under a row policy, and on a table
+        # whose rows depend on the reader, a dba's or admin's only.
+        checked = checked_values(template, values or {}, dom, default_shown=lambda column: not principal.claims
+                                 and (full or dom.shows_default(column)))
         owner = owner_of(principal, client)
         q = Question(template.database, template.question(checked), None, max_rows,
                      request_id or secrets.token_hex(16), role=principal.pg_role, client=owner.id,
@@ -526,9 +530,12 @@ class Gateway:
                                    principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
         """Questions asked at least ``templates.suggest_min_asked`` times whose answers were marked correct or
         approved, with their counts, most asked first, leaving out those a template already answers: for a
-        dba or admin to promote."""
+        dba or admin to promote. A dba under a row policy is refused: the log holds every tenant's questions."""
         self.check_scope(principal, Operation.SCHEMA)
         principal.check_role(Role.DBA)
+        if principal.claims:
+            raise errors.Forbidden("the suggestions come from every tenant's questions; a caller under a row "
+                                   "policy cannot read them")
         if database is not None:
             principal.check_database(database)
         state = self.state
@@ -636,18 +643,22 @@ class Gateway:
         """Replace ``database``'s console rule file (``rules/<database>/console.yaml``, see
         :mod:`gateway.rules.edit`) with these hidden columns, instructions and limits; returns :meth:`rules`.
 
-        Only a dba or admin that may use the database (``forbidden`` otherwise). Validated like ``rules
-        check`` against the live schema together with the other rule files (``rules_invalid`` with the
-        problems, nothing written); ``rules_read_only`` when the folder cannot be written. Audited: a log
-        line, and a ``rules_edits`` row in the store when there is one. In force from the next question.
+        Only a dba or admin that may use the database and is not under a row policy (the rules are every
+        tenant's), with a token's ``query`` scope, not only the read-only ``schema`` one (``forbidden``
+        otherwise). Validated like ``rules check`` against the live schema together with the other rule
+        files (``rules_invalid`` with the problems, nothing written); ``rules_read_only`` when the folder
+        cannot be written. Audited: a log line, and a ``rules_edits`` row in the store when there is one.
+        In force from the next question.
         """
         from gateway.auth import Role
         from gateway.rules import edit
         from gateway.store import rules_edits
 
-        self.check_scope(principal, Operation.SCHEMA)
+        self.check_scope(principal, Operation.QUERY)  # a write: the read-only schema scope is not enough
         if not principal.role.allows(Role.DBA):
             raise errors.Forbidden("editing rules needs a dba or admin key")
+        if principal.claims:
+            raise errors.Forbidden("a caller under a row policy cannot edit the rules every tenant shares")
         principal.check_database(database)
         state = self.state
         target = state.target(database)

@@ -45,6 +45,9 @@ class SharedRateLimits(RateLimits):
         self.settings = settings
         self._store = store
         self._leases: dict[str, tuple[int, float]] = {}  # bucket -> (tokens left, monotonic expiry)
+        # bucket -> monotonic time its next token is due, after the store found it empty: refused here until
+        # then, so a throttled client's flood costs no store round trip (nor a lock on its bucket's row).
+        self._empty: dict[str, float] = {}
         self._fallback_until = 0.0
         self.degraded = False
 
@@ -70,6 +73,9 @@ class SharedRateLimits(RateLimits):
         if left > 0 and now < expires:
             self._leases[key] = (left - 1, expires)
             return
+        due = self._empty.get(key)
+        if due is not None and now < due:
+            raise self.refusal(limiter, due - now, key, role, user=user)
         store = self._store()
         if store is None or now < self._fallback_until:
             self._fallback(key, role, user)
@@ -93,6 +99,9 @@ class SharedRateLimits(RateLimits):
             if left > 0 and now < expires:  # a concurrent request of this process leased tokens meanwhile
                 self._leases[key] = (left - 1, expires)
                 return
+            self._empty[key] = now + wait
+            if len(self._empty) > self.settings.max_tracked_clients:
+                self._empty = {k: v for k, v in self._empty.items() if v > now}
             raise self.refusal(limiter, wait, key, role, user=user)
         metrics.SHARED_LIMIT_LEASES.labels("granted").inc()
         # A lease taken by a concurrent request of this process meanwhile is kept: its tokens are spent.

@@ -47,22 +47,30 @@ async def template_starters(state: GatewayState, database: str, limit: int, role
     if not found:
         return []
     dom = await domain(state, database, role, ())  # callers with claims get no starters at all (below)
+    # A default of a column whose rows depend on the reader may spell a row this caller cannot read: such a
+    # template is no starter (as the templates' listing shows it no default).
     return [Starter(t.question({p.name: p.default or "" for p in t.parameters}), "template")
-            for t in found if dom.available(t)][:limit]
+            for t in found if dom.available(t) and all(dom.shows_default(p.column) for p in t.parameters)][:limit]
 
 
 async def verified_starters(state: GatewayState, database: str, limit: int, role: str | None) -> list[Starter]:
-    """The database's verified questions, oldest first; none without a store."""
+    """The database's verified questions, oldest first, whose SQL reads only what ``role`` may read and no
+    table whose rows depend on the reader (a stored question's words may spell another tenant's values, as
+    the few-shot examples' rule in :mod:`gateway.context.build` says); none without a store."""
     if state.store is None:
         return []
+    from gateway.pipeline.trusted import domain
     from gateway.store import examples
 
     try:
-        found = await examples.questions(state.store.pool, database, limit)
+        found = await examples.approved_pairs(state.store.pool, database, limit * 4)
     except Exception as exc:  # noqa: BLE001 - starters are a courtesy; the question box works without them
         log.warning("starters_unavailable", database=database, error=str(exc))
         return []
-    return [Starter(q, "verified") for q in found]
+    if not found:
+        return []
+    dom = await domain(state, database, role, ())
+    return [Starter(question, "verified") for question, sql in found if dom.reads_shared_only(sql)][:limit]
 
 
 SOURCES: tuple[Source, ...] = (template_starters, verified_starters)

@@ -217,18 +217,60 @@ def check_questions(questions: Sequence[str], parameters: Sequence[Parameter]) -
 
 # --- matching ------------------------------------------------------------------------------------------------
 
-def _patterns(question: str) -> list[re.Pattern[str]]:
-    """The lazy and the greedy reading of an example question: a question both read alike is unambiguous."""
-    out = []
-    for slot in (r"\S(?:.*?\S)?", r"\S(?:.*\S)?"):
-        parts, last = [], 0
-        for m in SLOT.finditer(question):
-            parts.append(re.escape(question[last:m.start()]).replace(r"\ ", " "))
-            parts.append(f"(?P<{m.group(1)}>{slot})")
-            last = m.end()
-        parts.append(re.escape(question[last:]).replace(r"\ ", " "))
-        out.append(re.compile("".join(parts), re.IGNORECASE | re.DOTALL))
-    return out
+SPLITS_EXPLORED = 2000  # partial readings tried per example question: past it, the question is too ambiguous
+
+
+def _splits(asked: str, example: str) -> list[dict[str, str]]:
+    """Every way ``asked`` reads as ``example`` (its words compared case-blind, each ``{slot}`` a value of
+    at most ``MAX_VALUE_CHARS`` that starts and ends with a non-space), or [] when it reads none or more
+    than :data:`SPLITS_EXPLORED` partial readings would be needed to tell.
+
+    No regular expression backtracks here: the words between slots are found once each, and the readings
+    are walked with a bound, so a question built to be ambiguous costs a bounded time, not exponential.
+
+    >>> _splits("Orders in north america by month", "orders in {region} by {grain}")
+    [{'region': 'north america', 'grain': 'month'}]
+    >>> _splits("orders in a by b by c", "orders in {x} by {y}")
+    [{'x': 'a', 'y': 'b by c'}, {'x': 'a by b', 'y': 'c'}]
+    """
+    names = SLOT.findall(example)
+    literals = [part.lower() for part in SLOT.split(example)[::2]]  # len(names) + 1 pieces
+    text = asked.lower()
+    if len(text) != len(asked) or len(asked) > sum(map(len, literals)) + len(names) * (MAX_VALUE_CHARS + 2):
+        return []  # a case change that moves offsets (rare Unicode), or longer than any valid reading
+    head, tail = literals[0], literals[-1]
+    if not names:
+        return [{}] if text == head else []
+    if not text.startswith(head) or not text.endswith(tail) or len(text) < len(head) + len(tail):
+        return []
+    end = len(text) - len(tail)
+    # where each word between two slots occurs in the question, found once
+    places = [[i for i in range(len(head), end) if text.startswith(sep, i)] for sep in literals[1:-1]]
+    found: list[dict[str, str]] = []
+    explored = 0
+
+    def value_ok(start: int, stop: int) -> bool:
+        return 0 < stop - start <= MAX_VALUE_CHARS and not asked[start].isspace() and not asked[stop - 1].isspace()
+
+    def walk(k: int, start: int, values: list[str]) -> bool:
+        nonlocal explored
+        explored += 1
+        if explored > SPLITS_EXPLORED:
+            return False
+        if k == len(names) - 1:  # the last slot runs to the tail
+            if value_ok(start, end):
+                found.append(dict(zip(names, [*values, asked[start:end]], strict=True)))
+            return True
+        for i in places[k]:
+            if i < start:
+                continue
+            if i - start > MAX_VALUE_CHARS:
+                break
+            if value_ok(start, i) and not walk(k + 1, i + len(literals[k + 1]), [*values, asked[start:i]]):
+                return False
+        return True
+
+    return found if walk(0, len(head), []) else []
 
 
 def _unquoted(value: str) -> str:
@@ -247,15 +289,12 @@ def readings(question: str, template: Template, known: Mapping[str, Sequence[str
     asked = normalized(question)
     found: set[tuple[tuple[str, str], ...]] = set()
     for example in template.questions:
-        for pattern in _patterns(example):
-            m = pattern.fullmatch(asked)
-            if m is None:
-                continue
+        for split in _splits(asked, example):
             values: dict[str, str] = {}
             try:
                 for p in template.parameters:
                     column_type = (columns or {}).get(p.column, p.type)
-                    values[p.name] = check_value(p, _unquoted(m.group(p.name)), column_type, known.get(p.column))
+                    values[p.name] = check_value(p, _unquoted(split[p.name]), column_type, known.get(p.column))
             except ValueOutOfDomain:
                 continue
             found.add(tuple(sorted(values.items())))

@@ -71,6 +71,15 @@ class Domain:
             shown = self.verdicts[template.sql] = not any(f.code in _UNREADABLE for f in verdict.findings)
         return shown
 
+    def reads_shared_only(self, sql: str) -> bool:
+        """``sql`` reads nothing the caller may not and no table whose rows depend on the reader: its words
+        (a stored question, say) cannot spell a row another reader owns."""
+        dependent = self.reader_dependent | {t.rsplit(".", 1)[-1] for t in self.reader_dependent}
+        policy = safety.Policy(hidden_tables=self.policy.hidden_tables | dependent,
+                               hidden_columns=self.policy.hidden_columns,
+                               extra_functions=self.policy.extra_functions)
+        return not any(f.code in _UNREADABLE for f in safety.check(sql, policy).findings)
+
 
 _UNREADABLE = frozenset({"hidden_table", "hidden_column", "parse_error"})
 
@@ -131,9 +140,15 @@ def forget(state: GatewayState) -> None:
     state.extras.pop(_KEY, None)
 
 
-def checked_values(template: Template, given: Mapping[str, str], dom: Domain) -> dict[str, str]:
+def checked_values(template: Template, given: Mapping[str, str], dom: Domain, *,
+                   default_shown: Callable[[str], bool] | None = None) -> dict[str, str]:
     """``given`` (defaults for the rest) checked against the caller's domain; ``template_value_invalid``
-    names the first value that does not fit, with the closest known values."""
+    names the first value that does not fit, with the closest known values.
+
+    ``default_shown(column)``: whether the caller is shown the DBA's default of a parameter on ``column``
+    (:func:`gateway.promote.view` decides the same; None: every default). A default is used only where it
+    would be shown: else the caller must give the value, since the default would come back in the answer,
+    or quoted in a refusal, possibly spelling another tenant's value."""
     unknown = sorted(set(given) - {p.name for p in template.parameters})
     if unknown:
         raise errors.InvalidRequest(f"template {template.name!r} has no parameter {unknown[0]!r}; it has "
@@ -141,7 +156,8 @@ def checked_values(template: Template, given: Mapping[str, str], dom: Domain) ->
                                     template=template.name, parameter=unknown[0])
     out: dict[str, str] = {}
     for p in template.parameters:
-        raw = given.get(p.name, p.default)
+        usable_default = p.default if default_shown is None or default_shown(p.column) else None
+        raw = given.get(p.name, usable_default)
         if raw is None:
             raise errors.TemplateValueInvalid(f"template {template.name!r} needs a value for {p.name!r}",
                                               template=template.name, parameter=p.name, column=p.column,

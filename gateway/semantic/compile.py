@@ -37,7 +37,7 @@ class SemanticQueryError(ValueError):
 
 
 class DimensionFilter(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)  # NaN would render as a bare name
     dimension: str
     op: Operator = "="
     value: Scalar | list[Scalar]

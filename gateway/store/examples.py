@@ -218,6 +218,17 @@ async def questions(db: Db, database: str, limit: int) -> list[str]:
 
 
 
+async def approved_pairs(db: Db, database: str, limit: int) -> list[tuple[str, str]]:
+    """The first ``limit`` verified (approved) questions of ``database`` with their SQL, oldest first (the
+    first pair of a question asked twice)."""
+    rows = await db.fetch(
+        "SELECT question, sql FROM (SELECT DISTINCT ON (question) question, sql, id FROM verified_examples "
+        "WHERE database = $1 AND status = 'approved' ORDER BY question, id) first ORDER BY id LIMIT $2",
+        database, limit,
+    )
+    return [(r["question"], r["sql"]) for r in rows]
+
+
 async def held_out(db: Db, databases: list[str], *, learnt_from: list[int], limit: int) -> list[StoredExample]:
     """Approved pairs of ``databases`` that the corrections ``learnt_from`` did not teach, most recent first.
 

@@ -124,3 +124,17 @@ async def test_addresses_stay_per_process(store: Store) -> None:
     assert await admitted(SharedRateLimits(config, lambda: store), anonymous, 5) == 2
     assert await admitted(SharedRateLimits(config, lambda: store), anonymous, 5) == 2
     assert await store.pool.fetchval("SELECT count(*) FROM rate_buckets") == 0
+
+
+async def test_a_throttled_key_is_refused_locally_until_its_next_token_is_due(store: Store) -> None:
+    # Found by the attacker's review: each refused request asked the store again (a row lock per request),
+    # so a flood of one key could slow the store for everyone and switch the limits to their fallback.
+    config = settings(rate_per_s=0.01, burst=2, shared_lease_s=0.05)  # the next token in 100 s
+    limits = SharedRateLimits(config, lambda: store)
+    empty = metrics.SHARED_LIMIT_LEASES.labels("empty")
+    assert await admitted(limits, KEY, 2) == 2
+    before = empty._value.get()
+    assert await admitted(limits, KEY, 50) == 0
+    assert empty._value.get() - before == 1  # one store statement found it empty; the other 49 never asked
+    other = SharedRateLimits(config, lambda: store)  # another replica: the store's bucket is empty there too
+    assert await admitted(limits, KEY, 1) == 0 and await admitted(other, KEY, 1) == 0

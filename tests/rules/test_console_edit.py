@@ -95,6 +95,11 @@ async def test_only_a_dba_of_that_database_may_edit(demo_dsn: str, rules_dirs: d
                 await gw.edit_rules("demo", ["customers.last_name"], [], {}, principal=who)
             with pytest.raises(errors.Forbidden):
                 gw.console_rules("demo", principal=who)
+        # a tenant's dba (under a row policy) may not change the rules every tenant shares
+        tenant_dba = Principal(name="tenant-dba", role=Role.DBA, databases=frozenset({"demo"}),
+                               claims=(("tenant", "t1"),))
+        with pytest.raises(errors.Forbidden, match="row policy"):
+            await gw.edit_rules("demo", ["customers.last_name"], [], {}, principal=tenant_dba)
         assert not (rules_dirs["rules"] / "demo").exists()
 
 

@@ -73,3 +73,15 @@ def test_values_become_literals_never_sql() -> None:
         {"metrics": ["revenue"], "filters": [{"dimension": "channel", "value": evil}]})).sql
     assert "orders.channel = 'web'' OR 1=1 --'" in sql
     assert check(sql).allowed
+
+
+def test_a_filter_value_that_is_not_a_finite_number_is_refused() -> None:
+    # JSON's NaN and Infinity would be written into the SQL as bare names (found by the attacker's review).
+    import pydantic
+
+    from gateway.semantic.compile import DimensionFilter
+
+    for value in ("NaN", "Infinity", "[1.5, -Infinity]"):
+        with pytest.raises(pydantic.ValidationError):
+            DimensionFilter.model_validate_json(f'{{"dimension": "region", "value": {value}}}')
+    assert DimensionFilter.model_validate_json('{"dimension": "region", "value": 1.5}').value == 1.5

@@ -103,3 +103,16 @@ def test_values_are_checked_against_the_column_type(kind: str, column_type: str,
             check_value(p, raw, column_type, None)
     else:
         assert check_value(p, raw, column_type, None) == expected
+
+
+def test_a_question_built_to_be_ambiguous_is_no_match_and_costs_a_bounded_walk() -> None:
+    # Each "{slot}" between repeated words multiplies the readings: a regular expression backtracked over them
+    # for minutes (found by the attacker's review); the walk stops at SPLITS_EXPLORED and reads nothing.
+    from gateway.templates import SPLITS_EXPLORED, _splits
+
+    example = "orders from {a} in {b} by {c} per {d}"
+    assert _splits("orders from a in b by c per d", example) == [{"a": "a", "b": "b", "c": "c", "d": "d"}]
+    for repeats in (20, 40, 400):
+        asked = "orders from " + "a in b by c per " * repeats + "x"
+        found = _splits(asked, example)
+        assert len(found) <= SPLITS_EXPLORED and (repeats == 20 or found == [])

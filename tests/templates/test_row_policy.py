@@ -4,6 +4,7 @@ caller may not read does not exist for it (neither listed, matched nor run)."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from pathlib import Path
 from typing import Any
@@ -111,3 +112,26 @@ async def test_a_template_reading_a_column_the_role_may_not_read_does_not_exist_
     finally:
         await admin.execute(f"DROP OWNED BY {limited}; DROP ROLE {limited}")
         await admin.close()
+
+
+@pytest.mark.parametrize("database", ["rls", "filters"])
+async def test_a_default_is_never_used_for_a_caller_it_is_not_shown_to(tenants: Tenants, fresh_db: str,
+                                                                       tmp_path: Path, database: str) -> None:
+    config = settings(tenants, tmp_path)
+    config.store = StoreSettings(dsn=fresh_db)
+    secret = "TENANT2 secret status"
+    async with Gateway(config) as gw:
+        await gw.create_template(database, **{**ORDERS, "parameters": [
+            {"name": "status", "column": "orders.status", "default": secret}]})
+        # Run without a value: the default would come back in the answer, or quoted in the refusal.
+        with pytest.raises(errors.TemplateValueInvalid) as refused:
+            await gw.run_template("orders_in_status", {}, principal=tenant("1"))
+        assert "needs a value" in refused.value.detail and secret not in str(refused.value.extra)
+        assert refused.value.extra["value"] is None
+        # A tenant's dba reads no suggestions: they come from every tenant's questions.
+        tenant_dba = dataclasses.replace(tenant("1"), role=Role.DBA)
+        with pytest.raises(errors.Forbidden, match="row policy"):
+            await gw.template_suggestions(database, principal=tenant_dba)
+        if database == "rls":  # the admin who wrote it still runs it with its default (row filters need claims)
+            answer = await gw.run_template("orders_in_status", {})
+            assert answer.trusted is not None and answer.trusted["parameters"] == {"status": secret}
