@@ -7,14 +7,12 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from gateway.testing.loopback import executable, free_port
+from gateway.testing.loopback import executable, free_port, listening, terminate
 
 BINARY_CANDIDATES = ("haproxy", "/usr/sbin/haproxy")
 
@@ -56,25 +54,12 @@ class HAProxy:
         )
         self.process = subprocess.Popen([exe, "-db", "-f", str(config)], stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("haproxy did not start") from None
-                time.sleep(0.05)
+        if not listening(self.process, self.port, 10):
+            self.stop()
+            raise RuntimeError("haproxy did not start")
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
         self.process = None
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)

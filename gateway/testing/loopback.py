@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -32,6 +33,31 @@ def executable(candidates: tuple[str, ...]) -> str | None:
         if found:
             return found
     return None
+
+
+def listening(process: subprocess.Popen[bytes], port: int, seconds: float) -> bool:
+    """Wait until ``process`` accepts connections on 127.0.0.1:``port``; False when it exited first or
+    ``seconds`` passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+def terminate(process: subprocess.Popen[bytes] | None) -> None:
+    """End ``process`` (SIGTERM, then SIGKILL after 10 s) if it still runs."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def serve(app: ASGIApp, name: str, port: int = 0) -> tuple[uvicorn.Server, threading.Thread, int]:

@@ -14,15 +14,13 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 from urllib.parse import quote
 
 from gateway.demo.embedded import SYSTEM_USER_WHEN_ROOT
-from gateway.testing.loopback import executable, free_port
+from gateway.testing.loopback import executable, free_port, listening, terminate
 
 BINARY_CANDIDATES = ("pgbouncer", "/usr/sbin/pgbouncer", "/usr/bin/pgbouncer")
 
@@ -75,16 +73,10 @@ class PgBouncer:
             [exe, str(self.directory / "pgbouncer.ini")], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, user=user, cwd="/",
         )
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"pgbouncer did not start:\n{self.log_tail()}") from None
-                time.sleep(0.05)
+        if not listening(self.process, self.port, 15):
+            why = self.log_tail()  # before stop() removes the folder with the log
+            self.stop()
+            raise RuntimeError(f"pgbouncer did not start:\n{why}")
 
     def log_tail(self, lines: int = 20) -> str:
         try:
@@ -94,13 +86,7 @@ class PgBouncer:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process)
         self.process = None
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
