@@ -25,7 +25,7 @@ def free_port() -> int:
 
 
 def start_serve(env: dict[str, str], cwd: Path, *, stdout: int = subprocess.DEVNULL,
-                timeout_s: float = 30, command: Sequence[str] = (sys.executable, "-m", "gateway"),
+                timeout_s: float = 120, command: Sequence[str] = (sys.executable, "-m", "gateway"),
                 args: tuple[str, ...] = (), unset: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], str]:
     """Start the server with ``env`` on top of this environment (less ``unset``) and ``args`` after
     ``serve``; return once ``/healthz`` answers.

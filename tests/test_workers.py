@@ -52,7 +52,7 @@ def test_two_workers_serve_one_port_and_metrics_add_up(demo_dsn: str, tmp_path: 
     metrics_dir = tmp_path / "prometheus"
     env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false",
            "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
-    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60)
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"))
     try:
         workers = _workers(proc.pid)
         assert len(workers) == 2
@@ -85,7 +85,7 @@ def test_two_workers_serve_one_port_and_metrics_add_up(demo_dsn: str, tmp_path: 
 def test_sigterm_drains_every_worker_and_removes_the_metrics_dir(demo_dsn: str, tmp_path: Path) -> None:
     env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false",
            "NL2SQL_LOGGING__JSON_LOGS": "true"}
-    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60,
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"),
                              unset=("PROMETHEUS_MULTIPROC_DIR",))
     workers = _workers(proc.pid)
     assert len(workers) == 2
@@ -129,7 +129,7 @@ def test_no_accepted_connection_goes_unanswered_during_the_drain(demo_dsn: str, 
     """A stream of requests, each on a new connection, while `serve --workers 2` drains on SIGTERM: each
     connection the kernel accepted gets an HTTP answer (200, or 503 shutting_down); later ones are refused."""
     env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false"}
-    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60)
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"))
     port = int(base.rsplit(":", 1)[1])
     body = json.dumps({"database": "demo", "sql": "SELECT pg_sleep(0.3)"}).encode()
     requests = [
@@ -176,7 +176,7 @@ def test_a_worker_stopped_on_its_own_leaves_the_others_serving(demo_dsn: str, tm
     metrics_dir = tmp_path / "prometheus"
     env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_AUTH__ENABLED": "false",
            "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
-    proc, base = start_serve(env, tmp_path, args=("--workers", "2"), timeout_s=60)
+    proc, base = start_serve(env, tmp_path, args=("--workers", "2"))
     try:
         first, second = _workers(proc.pid)
         for sent in range(400):  # both serve (a worker still starting would stop before it listens)

@@ -53,8 +53,16 @@ def _with_test_routes(app: FastAPI) -> FastAPI:
 async def app(demo_dsn: str) -> AsyncIterator[FastAPI]:
     settings = demo_settings(demo_dsn, max_rows=500)
     settings.server = ServerSettings(max_body_bytes=4096)
+    # "down" backs off for an hour after its first failed connect: both requests of a pair meet the same paused
+    # connect (the same failure count), however long a loaded machine takes between them. With the default
+    # 0.5 s the pause could end in between, and the second request's probe would fail once more and say so.
+    settings.databases["down"] = settings.databases["down"].model_copy(
+        update={"connect_backoff_s": 3600.0, "connect_backoff_max_s": 3600.0})
     app = _with_test_routes(create_app(settings))
     async with app.router.lifespan_context(app):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as http:
+            first = await http.post("/v1/sql", content=_body(database="down", sql=SQL), headers=JSON)
+        assert first.status_code == 503  # the failed connect that starts the pause, if start-up did not already
         yield app
 
 

@@ -47,7 +47,7 @@ def _start(env: dict[str, str], directory: Path, n: int) -> Replica:
     return Replica(process, f"http://127.0.0.1:{port}", log)
 
 
-def _wait_healthy(replica: Replica, timeout_s: float = 60) -> None:
+def _wait_healthy(replica: Replica, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
