@@ -68,8 +68,10 @@ async def test_slow_llm_times_out(demo_dsn: str, llm: ScriptedLLM, dirs: dict[st
 
 
 async def test_slow_llm_beyond_the_time_budget(demo_dsn: str, llm: ScriptedLLM, dirs: dict[str, Path]) -> None:
-    llm.default = Reply(sql("SELECT 1"), delay_s=3)
-    settings = ask_settings(demo_dsn, dirs, llm.base_url, time_budget_s=0.5, llm={"timeout_s": 10, "max_retries": 3})
+    # The call never answers (the budget ends it); 2 s leaves the first call ample time to go out on a loaded
+    # machine, where a budget spent before it would leave nothing to count.
+    llm.default = Reply(hang=True)
+    settings = ask_settings(demo_dsn, dirs, llm.base_url, time_budget_s=2.0, llm={"timeout_s": 10, "max_retries": 3})
     async with gateway(settings) as (http, _):
         response = await post_ask(http, "How many orders are there?")
     assert response.status_code == 504 and response.json()["code"] == "deadline_exceeded"

@@ -4,8 +4,7 @@ and after ``llm.breaker_failures`` failed calls in a row the breaker answers at 
 
 from __future__ import annotations
 
-import asyncio
-
+from gateway.breaker import Breaker
 from gateway.observability import metrics
 from gateway.testing.scripted_llm import Reply, ScriptedLLM
 from tests.backpressure.helpers import ANSWER, ask, build_settings, running
@@ -15,11 +14,18 @@ def breaker_gauge() -> float:
     return metrics.LLM_BREAKER_OPEN._value.get()
 
 
+def end_the_open_period(breaker: Breaker) -> None:
+    """Move the breaker's opening an open period into the past: what waiting it out would do, without a
+    clock race (the open period is long, so that the refusals before this surely fall inside it)."""
+    assert breaker.state == "open"
+    breaker.opened_at -= breaker.open_s
+
+
 async def test_breaker_opens_refuses_without_calling_then_a_probe_closes_it(demo_dsn: str,
                                                                           llm: ScriptedLLM) -> None:
     llm.default = Reply(status=503)
     settings = build_settings(demo_dsn, llm.base_url,
-                              llm={"max_retries": 0, "breaker_failures": 2, "breaker_open_s": 0.5})
+                              llm={"max_retries": 0, "breaker_failures": 2, "breaker_open_s": 60.0})
     async with running(settings) as (http, state):
         failures = [await ask(http) for _ in range(2)]
         calls_when_opened = len(llm.requests)
@@ -28,7 +34,8 @@ async def test_breaker_opens_refuses_without_calling_then_a_probe_closes_it(demo
         gauge_open = breaker_gauge()
         llm.reset()
         llm.add_reply(ANSWER)
-        await asyncio.sleep(0.6)  # let the open period pass (no timing is asserted)
+        assert state.llm is not None
+        end_the_open_period(state.llm.breaker)
         probe = await ask(http)
         after = await ask(http)
         assert state.llm is not None and state.llm.breaker.state == "closed"
@@ -45,10 +52,11 @@ async def test_breaker_opens_refuses_without_calling_then_a_probe_closes_it(demo
 async def test_a_failed_probe_opens_the_breaker_again(demo_dsn: str, llm: ScriptedLLM) -> None:
     llm.default = Reply(status=500)
     settings = build_settings(demo_dsn, llm.base_url,
-                              llm={"max_retries": 0, "breaker_failures": 1, "breaker_open_s": 0.3})
+                              llm={"max_retries": 0, "breaker_failures": 1, "breaker_open_s": 60.0})
     async with running(settings) as (http, state):
         first = await ask(http)
-        await asyncio.sleep(0.4)
+        assert state.llm is not None
+        end_the_open_period(state.llm.breaker)
         probe = await ask(http)
         calls = len(llm.requests)
         refused = await ask(http)
@@ -115,16 +123,20 @@ async def test_a_dead_endpoint_answers_llm_unavailable(demo_dsn: str) -> None:
 
 async def test_an_endpoint_that_accepts_and_never_answers_opens_the_breaker(demo_dsn: str, llm: ScriptedLLM) -> None:
     """Each call ends on the request's deadline (shorter than llm.timeout_s): still the endpoint's failure."""
+    llm.add_reply(ANSWER, times=1)  # a first question loads the schema snapshot: the later ones reach the LLM fast
     llm.default = Reply(hang=True)
-    settings = build_settings(demo_dsn, llm.base_url, server={"request_timeout_s": 0.8},
+    settings = build_settings(demo_dsn, llm.base_url, server={"request_timeout_s": 2.0},
                               llm={"timeout_s": 60.0, "max_retries": 0, "breaker_failures": 2,
                                    "breaker_open_s": 60.0})
     async with running(settings) as (http, state):
+        warm = await ask(http)
+        warm_calls = len(llm.requests)
         hung = [await ask(http) for _ in range(2)]
-        calls_when_opened = len(llm.requests)
+        calls_when_opened = len(llm.requests) - warm_calls
         refused = await ask(http)
         assert state.llm is not None and state.llm.breaker.state == "open"
+    assert warm.status_code == 200, warm.text
     assert [(r.status_code, r.json()["code"]) for r in hung] == [(504, "deadline_exceeded")] * 2
     assert calls_when_opened == 2
     assert (refused.status_code, refused.json()["code"], refused.json()["breaker"]) == (503, "llm_unavailable", "open")
-    assert len(llm.requests) == calls_when_opened  # refused without calling the hung endpoint again
+    assert len(llm.requests) - warm_calls == calls_when_opened  # refused without calling the hung endpoint

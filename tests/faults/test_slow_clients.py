@@ -27,11 +27,15 @@ DRIP_EVERY_S = 0.5
 
 @pytest.fixture
 async def served(demo_dsn: str, fresh_db: str, tmp_path: Path) -> AsyncIterator[tuple[str, str]]:
-    """A server with auth on, 4 slots and 5 s to send headers or body; yields its URL and a valid token."""
+    """A server with auth on, 4 slots and 15 s to send headers or body; yields its URL and a valid token.
+
+    15 s: long enough that the valid key's requests surely end while the drippers still hold their sockets,
+    even on a loaded machine; short enough to cut every dripper (each drips for at least 25 s).
+    """
     env = {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_STORE__DSN": fresh_db,
            "NL2SQL_AUTH__ENABLED": "true", "NL2SQL_MAGIC__SCHEDULE": "false",
-           "NL2SQL_BACKPRESSURE__MAX_IN_FLIGHT": "4", "NL2SQL_SERVER__HEADER_TIMEOUT_S": "5",
-           "NL2SQL_SERVER__BODY_TIMEOUT_S": "5", "NL2SQL_LOGGING__JSON_LOGS": "true"}
+           "NL2SQL_BACKPRESSURE__MAX_IN_FLIGHT": "4", "NL2SQL_SERVER__HEADER_TIMEOUT_S": "15",
+           "NL2SQL_SERVER__BODY_TIMEOUT_S": "15", "NL2SQL_LOGGING__JSON_LOGS": "true"}
     proc, base = await asyncio.to_thread(start_serve, env, tmp_path)
     try:
         token = new_token()
@@ -55,6 +59,7 @@ class Dripper:
         self.head, self.body = head, body
         self.answer = b""
         self.closed = False
+        self.sent = 0  # bytes written so far
 
     async def run(self, *, drip_headers: bool, max_drips: int = 60) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -71,6 +76,7 @@ class Dripper:
                 with contextlib.suppress(ConnectionError):
                     writer.write(pending[i:i + 1])
                     await writer.drain()
+                    self.sent += 1
                 await asyncio.wait({reading}, timeout=DRIP_EVERY_S)
             first = await asyncio.wait_for(reading, timeout=10)
             try:
@@ -120,7 +126,10 @@ async def test_slow_and_keyless_clients_do_not_lock_out_a_valid_key(served: tupl
     served_statuses = []
     async with httpx.AsyncClient(base_url=base, timeout=10,
                                  headers={"Authorization": f"Bearer {token}"}) as http:
-        await asyncio.sleep(0.3)  # every dripper is connected and sending
+        every = [d for group in drippers.values() for d in group]
+        async with asyncio.timeout(60):  # every dripper is connected and sending (a bounded wait)
+            while not all(d.sent for d in every):
+                await asyncio.sleep(0.01)
         for _ in range(5):
             served_statuses.append((await http.post("/v1/sql", json=SQL)).status_code)
             await asyncio.sleep(0.1)

@@ -76,9 +76,15 @@ async def test_client_errors_are_not_retried(scripted: ScriptedLLM) -> None:
 
 
 async def test_the_deadline_bounds_retries_and_timeouts(scripted: ScriptedLLM) -> None:
-    scripted.default = Reply("late", delay_s=2)
-    with pytest.raises(errors.DeadlineExceeded):
-        await complete(scripted, deadline=time.monotonic() + 0.5, max_retries=5, timeout_s=10)
+    # The reply is held past the deadline (released afterwards): the call ends on the deadline, not on a reply
+    # that a loaded machine might deliver in time; 2 s leaves the first call ample time to go out.
+    held = threading.Event()
+    scripted.default = Reply("late", hold=held)
+    try:
+        with pytest.raises(errors.DeadlineExceeded):
+            await complete(scripted, deadline=time.monotonic() + 2.0, max_retries=5, timeout_s=10)
+    finally:
+        held.set()
     assert len(scripted.requests) == 1
 
 
@@ -92,13 +98,17 @@ async def test_a_body_that_is_not_a_completion(scripted: ScriptedLLM) -> None:
 
 
 async def test_concurrency_is_bounded(scripted: ScriptedLLM) -> None:
-    scripted.default = Reply("ok", delay_s=0.5)
+    held = threading.Event()  # no call ends before the test has looked: a slot is freed only by the bound's end
+    scripted.default = Reply("ok", hold=held)
     async for llm in client(scripted, max_concurrency=2):
         calls = [asyncio.create_task(llm.complete(MESSAGES, purpose="generate", model="m")) for _ in range(5)]
-        while len(scripted.requests) < 2:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(0.2)  # a third call would have arrived by now if the bound did not hold
-        assert len(scripted.requests) == 2
+        try:
+            while len(scripted.requests) < 2:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # a third call would have arrived by now if the bound did not hold
+            assert len(scripted.requests) == 2
+        finally:
+            held.set()
         assert [r.text for r in await asyncio.gather(*calls)] == ["ok"] * 5
 
 
