@@ -141,17 +141,32 @@ async def test_result_too_large_for_memory(client: httpx.AsyncClient) -> None:
     assert "max_result_bytes" in str(body["detail"])
 
 
-async def test_query_cancelled_by_the_database(client: httpx.AsyncClient, demo_admin_dsn: str) -> None:
+async def test_query_cancelled_by_the_database(demo_dsn: str, demo_admin_dsn: str) -> None:
+    from gateway.api.app import create_app
+    from tests.api.conftest import demo_settings
+
+    # statement_timeout far beyond the polling below (the module's client has 1.5 s, which a loaded machine
+    # may spend before the cancel lands): only the cancel can end this query.
+    app = create_app(demo_settings(demo_dsn, statement_timeout_ms=120_000))
+    slow = ("SELECT count(*) AS cancel_me FROM generate_series(1, 1000000) AS n(i) "
+            "WHERE md5(repeat('abcdefghij', 9000) || i) = ''")
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+        response = await _cancelled(client, demo_admin_dsn, slow)
+    body = assert_problem(response, 504, "query_canceled")
+    assert body["sqlstate"] == "57014"
+
+
+async def _cancelled(client: httpx.AsyncClient, demo_admin_dsn: str, slow: str) -> httpx.Response:
+    """The answer to ``slow`` once pg_cancel_backend ended it (polled for it, bounded)."""
     import asyncio
 
     import asyncpg
 
-    slow = ("SELECT count(*) AS cancel_me FROM generate_series(1, 1000000) AS n(i) "
-            "WHERE md5(repeat('abcdefghij', 9000) || i) = ''")
     request = asyncio.create_task(client.post("/v1/sql", json={"database": "demo", "sql": slow}))
     admin = await asyncpg.connect(demo_admin_dsn)
     try:
-        for _ in range(100):
+        for _ in range(3000):
             cancelled = await admin.fetchval(
                 "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity "
                 "WHERE query LIKE 'SELECT count(*) AS cancel_me%' AND pid <> pg_backend_pid() AND state = 'active' "
@@ -162,5 +177,4 @@ async def test_query_cancelled_by_the_database(client: httpx.AsyncClient, demo_a
             await asyncio.sleep(0.02)
     finally:
         await admin.close()
-    body = assert_problem(await request, 504, "query_canceled")
-    assert body["sqlstate"] == "57014"
+    return await request
