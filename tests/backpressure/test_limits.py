@@ -7,6 +7,7 @@ import asyncio
 import threading
 
 import asyncpg
+import httpx
 import pytest
 
 from gateway.auth.keys import new_token
@@ -16,6 +17,16 @@ from gateway.testing.scripted_llm import Reply, ScriptedLLM
 from tests.backpressure.helpers import ANSWER, ENDLESS_SQL, ask, build_settings, codes, running
 
 GUARD_S = 60.0  # a bound on waiting for a condition, far beyond what it takes even on a loaded machine
+
+
+async def answered(http: httpx.AsyncClient, body: dict[str, str]) -> httpx.Response:
+    """``POST /v1/sql`` until it answers 200 (bounded by GUARD_S). Under a short request deadline a loaded
+    machine may cut even ``SELECT 1``: that is a 504 ``deadline_exceeded``, and the only other answer allowed
+    before the 200. A connection that never came back would make every try wait and fail: the bound ends it."""
+    async with asyncio.timeout(GUARD_S):
+        while (response := await http.post("/v1/sql", json=body)).status_code != 200:
+            assert (response.status_code, response.json()["code"]) == (504, "deadline_exceeded"), response.text
+    return response
 
 
 def rejected(reason: str) -> float:
@@ -146,7 +157,7 @@ async def test_deadline_caps_the_statement_timeout(demo_dsn: str) -> None:
     settings = build_settings(demo_dsn, limits={"statement_timeout_ms": 60_000}, server={"request_timeout_s": 1.0})
     async with running(settings) as (http, _):
         spent = await http.post("/v1/sql", json={"database": "demo", "sql": ENDLESS_SQL})
-        after = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT 1 AS one"})
+        after = await answered(http, {"database": "demo", "sql": "SELECT 1 AS one"})
     assert (spent.status_code, spent.json()["code"]) == (504, "deadline_exceeded")
     assert spent.json()["sqlstate"] == "57014" and "server.request_timeout_s" in spent.json()["detail"]
     assert after.status_code == 200  # the connection went back to the pool clean
@@ -176,7 +187,7 @@ async def test_deadline_caps_the_wait_for_a_pooled_connection(demo_dsn: str) -> 
     async with running(settings) as (http, state):
         async with state.target("demo").pool.acquire():
             waiter = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT 1"})
-        after = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT 1"})
+        after = await answered(http, {"database": "demo", "sql": "SELECT 1"})
     assert (waiter.status_code, waiter.json()["code"]) == (504, "deadline_exceeded")
     assert after.status_code == 200
 
@@ -200,10 +211,16 @@ async def test_connections_left_by_deadline_cuts_do_not_leak(demo_dsn: str, demo
     async with running(settings) as (http, _):
         await asyncio.gather(*(http.post("/v1/sql", json={"database": "demo", "sql": ENDLESS_SQL})
                                for _ in range(6)))
-        ok = await http.post("/v1/sql", json={"database": "demo", "sql": "SELECT 1"})
+        ok = await answered(http, {"database": "demo", "sql": "SELECT 1"})
         admin = await asyncpg.connect(demo_admin_dsn)
-        try:
-            sessions = await admin.fetch("SELECT state FROM pg_stat_activity WHERE application_name = $1", app_name)
+        try:  # a cancelled backend turns idle once it has processed the cancel: waited for, bounded
+            async with asyncio.timeout(GUARD_S):
+                while True:
+                    sessions = await admin.fetch("SELECT state FROM pg_stat_activity WHERE application_name = $1",
+                                                 app_name)
+                    if all(s["state"] != "active" for s in sessions):
+                        break
+                    await asyncio.sleep(0.05)
         finally:
             await admin.close()
     assert ok.status_code == 200
