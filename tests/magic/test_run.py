@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -115,8 +116,9 @@ async def test_two_regenerators_racing_only_one_runs(
 ) -> None:
     script = MagicScript(llm)
     slow_feedback = "The query must count cancelled orders and add the customer number."
-    llm._rules.insert(0, type(llm._rules[0])(  # slow the feedback agent so that both runs overlap
-        lambda r: Reply(slow_feedback, delay_s=0.3) if r.system.startswith("[magic:feedback]") else None, None))
+    held = threading.Event()  # the feedback agent answers only once one run has ended: both surely overlap
+    llm._rules.insert(0, type(llm._rules[0])(
+        lambda r: Reply(slow_feedback, hold=held) if r.system.startswith("[magic:feedback]") else None, None))
     settings = settings_for(demo_dsn, fresh_db, llm, tmp_path)
     async with gateway(settings) as (_, state):
         assert state.store is not None
@@ -124,11 +126,15 @@ async def test_two_regenerators_racing_only_one_runs(
         # A second replica: its own pool on the same store database.
         replica = await Store.open(StoreSettings(dsn=fresh_db))
         try:
-            one, two = await asyncio.gather(
-                regenerate(magic_for(state, state.store), activate=False),
-                regenerate(magic_for(state, replica), activate=False),
-            )
+            both = [asyncio.create_task(regenerate(magic_for(state, state.store), activate=False)),
+                    asyncio.create_task(regenerate(magic_for(state, replica), activate=False))]
+            # The locked one ends without the LLM; the other waits for it (bounded: were both to wait, the
+            # release below lets them finish, and the outcomes say so).
+            await asyncio.wait(both, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+            held.set()
+            one, two = await asyncio.gather(*both)
         finally:
+            held.set()
             await replica.close()
         versions = await guidelines.list_all(state.store.pool)
         run_rows = await runs.recent(state.store.pool)
