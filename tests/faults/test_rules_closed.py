@@ -91,7 +91,7 @@ class Server:
 
     def start(self) -> None:
         args = ("--workers", str(self.workers)) if self.workers > 1 else ()
-        self.proc, self.base = start_serve(self.env, self.tmp, args=args, timeout_s=90)
+        self.proc, self.base = start_serve(self.env, self.tmp, args=args)
 
     def kill(self) -> None:
         """SIGKILL: one worker (the supervisor respawns it), or the whole single process (started again)."""
