@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 from structlog.testing import capture_logs
 
-from gateway import errors
+from gateway import errors, shared_limits
 from gateway.auth.keys import Principal, Role
 from gateway.observability import metrics
 from gateway.settings import BackpressureSettings, RateLimit
@@ -69,7 +69,11 @@ async def test_roles_keep_their_own_limits_in_the_store(store: Store) -> None:
     assert await admitted(SharedRateLimits(config, lambda: store), KEY, 10) == 1
 
 
-async def test_a_lease_serves_several_requests_with_one_store_statement(store: Store) -> None:
+async def test_a_lease_serves_several_requests_with_one_store_statement(store: Store,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A lease is spent for at most LEASE_TTL_S (1 s): here an hour, so that a loaded machine taking the 50
+    # tokens slowly cannot see the lease expire halfway (a second lease, counted, for a reason of time).
+    monkeypatch.setattr(shared_limits, "LEASE_TTL_S", 3600.0)
     config = settings(rate_per_s=1000, burst=100, shared_lease_s=0.05)  # leases of 50 tokens
     limits = SharedRateLimits(config, lambda: store)
     assert limits.lease_size(KEY.role.value, False) == 50
