@@ -1,4 +1,5 @@
-"""Documentation stays true: every setting, metric, error code and CLI command is documented."""
+"""Documentation stays true: every setting, metric, error code and CLI command is documented, in the README or
+the reference pages under docs/."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from gateway.settings import Settings
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 EXAMPLE = (ROOT / "nl2sql-gateway.example.toml").read_text()
-DOCS = README + "".join(p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))) if (ROOT / "docs").exists() else README
+PAGES = {p.name: p.read_text() for p in sorted((ROOT / "docs").glob("*.md"))}
+DOCS = README + "".join(PAGES.values())
 
 
 def setting_names(model: type[BaseModel]) -> set[str]:
@@ -74,16 +76,17 @@ def test_every_cli_command_is_documented_and_has_help() -> None:
 
     group = typer.main.get_command(app)
     for name, command in group.commands.items():  # type: ignore[attr-defined]
-        assert f"`{name}" in DOCS, f"command {name} missing from the README"
+        assert f"`{name}" in DOCS, f"command {name} missing from the README and docs/cli.md"
         assert command.help, f"command {name} has no --help text"
         for param in command.params:
             if param.param_type_name == "option" and param.name != "help":
                 assert getattr(param, "help", None), f"{name} {param.name} has no help"
 
 
-def _code_table(heading: str) -> dict[str, list[str]]:
-    """The rows of the table under ``heading`` in README/docs: code -> the other cells."""
-    section = DOCS[DOCS.index(heading):]
+def _code_table(page: str, heading: str) -> dict[str, list[str]]:
+    """The rows of the table under ``heading`` in docs/``page``: code -> the other cells."""
+    text = PAGES[page]
+    section = text[text.index(heading):]
     section = section[:section.find("\n#", 1) if "\n#" in section[1:] else len(section)]
     rows = re.findall(r"^\| `(\w+)` \|(.*)\|$", section, re.M)
     return {code: [cell.strip() for cell in rest.split(" | ")] for code, rest in rows}
@@ -95,12 +98,12 @@ def test_every_registered_finding_code_is_documented_and_every_documented_one_re
     from gateway.findings import CODES
     from gateway.settings import FINDING_CODES_REFLECTED_BY_DEFAULT
 
-    safety = _code_table("### Safety finding codes")
-    answer = _code_table("### Finding codes of an answer")
+    safety = _code_table("security.md", "## Safety finding codes")
+    answer = _code_table("ask.md", "## Finding codes of an answer")
     assert sorted(safety) == sorted(c.name for c in CODES.values() if c.family == "safety")
     assert sorted(answer) == sorted(c.name for c in CODES.values() if c.family != "safety")
     for name, (meaning,) in safety.items():
-        assert meaning == CODES[name].meaning, f"README's meaning of {name} differs from gateway/findings.py"
+        assert meaning == CODES[name].meaning, f"docs/security.md's meaning of {name} differs from gateway/findings.py"
     for name, (family, meaning, reflection) in answer.items():
         code = CODES[name]
         expected = ("always" if code.always_reflects else "by default" if name in FINDING_CODES_REFLECTED_BY_DEFAULT
@@ -114,3 +117,12 @@ def test_safety_codes_are_the_registrys_safety_family() -> None:
     from gateway.safety import CODES
 
     assert CODES == codes_of("safety") and len(CODES) > 20
+
+
+def test_every_error_code_has_a_row_with_its_status_in_the_problem_code_table() -> None:
+    """The HTTP API page's table is where a client looks a code up: every class of gateway/errors.py has its row
+    there, with the status it is sent with."""
+    table = _code_table("http-api.md", "## Problem codes")
+    for cls in errors.all_error_classes():
+        assert cls.code in table, f"problem code {cls.code} has no row in docs/http-api.md's problem codes"
+        assert table[cls.code][0] == str(cls.status), f"{cls.code}: docs/http-api.md says {table[cls.code][0]}"
