@@ -105,3 +105,17 @@ def test_evaluation_docs_reach_the_demo_through_its_config() -> None:
     from gateway.demo.run import CONFIG_FILE
 
     assert CONFIG_FILE == "nl2sql-gateway-demo.toml"
+
+
+def test_ci_runs_the_quick_starts_test_command() -> None:
+    """The quick start is two commands, and .ci/run installs and tests exactly as the second one says."""
+    quick = README[README.index("## Quick start"):README.index("### Connect your own database")]
+    (block,) = re.findall(r"```bash\n(.*?)```", quick, re.S)
+    commands = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(commands) == 2
+    demo, test = commands
+    assert "pip install -e '.[demo]'" in demo and demo.endswith("nl2sql-gateway demo")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ".venv/bin/pip install --quiet -e '.[demo]'" in ci
+    install, run = test.split(" && ")
+    assert install.replace("pip install", "pip install --quiet") in ci and run in ci
