@@ -640,7 +640,7 @@ class Settings(BaseSettings):
         "rules_dir (`.rules.last-good`); set it to a writable folder when rules_dir's parent is read-only.")
     semantic_dir: Path | None = Field(
         default=None, description="Folder of semantic model files (NAME.yaml or NAME/*.yaml, native format: "
-        "metrics, dimensions, synonyms and their SQL; README \"Semantic layer\"), e.g. \"semantic\". Reloaded on "
+        "metrics, dimensions, synonyms and their SQL; docs/semantic-layer.md), e.g. \"semantic\". Reloaded on "
         "change; a broken edit keeps the last good model. Unset: no semantic layer (the demo uses the shipped one).")
     guidelines_dir: Path = Field(
         default_factory=lambda: shipped_dir("guidelines"),

@@ -124,7 +124,7 @@ def build_server(resolve: Resolve) -> Server[Any]:
             caller.principal.check_role(spec.role)
             if spec.needs_semantic and not caller.gateway.serves_metrics():
                 raise errors.NotFound(f"the tool {spec.name!r} needs a semantic layer, and this gateway has none: "
-                                      "set semantic_dir (see the README's Semantic layer)", tool=spec.name)
+                                      "set semantic_dir (see docs/semantic-layer.md)", tool=spec.name)
             if not spec.available(caller.gateway):
                 raise errors.LLMNotConfigured(
                     f"the tool {spec.name!r} needs an LLM, and this gateway has none: set llm.model and "
