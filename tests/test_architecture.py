@@ -261,7 +261,6 @@ KNOWN_DEFERRED_CYCLES = [
     ["gateway.safety.rules.recursion", "gateway.safety.sizes"],
     ["gateway.semantic.importers", "gateway.semantic.importers.cortex", "gateway.semantic.importers.cube",
      "gateway.semantic.importers.dbt"],
-    ["gateway.cli.main", "gateway.cli.rules", "gateway.cli.semantic"],  # _settings: --config -> Settings
 ]
 
 

@@ -12,6 +12,7 @@ import typer
 
 from gateway import safety
 from gateway.cli import extras
+from gateway.cli.load import DEMO_DATABASE, settings_from
 from gateway.cli.quickstart import (
     apply_dsn_options,
     check_exposure_of_dsn,
@@ -21,7 +22,7 @@ from gateway.cli.quickstart import (
 )
 from gateway.cli.style import CLI_STYLE
 from gateway.serving import deadline as request_deadline
-from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
+from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path
 
 app = typer.Typer(
     **CLI_STYLE,
@@ -31,8 +32,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-DEMO_DATABASE = "demo"
 
 
 def _print_version(value: bool) -> None:
@@ -63,16 +62,7 @@ ConfigOption = Annotated[
 ]
 
 
-def _settings(config: Path | None, **overrides: Any) -> Settings:
-    if config is not None:
-        import os
-
-        os.environ["NL2SQL_CONFIG"] = str(config)
-    try:
-        return load_settings(**overrides)
-    except ConfigError as exc:
-        typer.echo(f"configuration error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+_settings = settings_from  # the one place that turns --config into Settings (gateway.cli.load)
 
 
 @app.command()

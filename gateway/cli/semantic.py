@@ -26,7 +26,8 @@ def _folder(config: Path | None, semantic_dir: Path | None, database: str) -> Pa
     """The folder to read: --semantic-dir, else the setting; the shipped demo model for the demo database."""
     if semantic_dir is not None:
         return semantic_dir
-    from gateway.cli.main import DEMO_DATABASE, _settings  # the one place that turns --config into Settings
+    from gateway.cli.load import DEMO_DATABASE
+    from gateway.cli.load import settings_from as _settings  # the one place that turns --config into Settings
     from gateway.config.assets import shipped_dir
 
     folder = _settings(config).semantic_dir or Path("semantic")
@@ -75,7 +76,7 @@ def _against_the_schema(config: Path | None, database: str, model: object, line:
     import asyncio
 
     from gateway import errors
-    from gateway.cli.main import _settings
+    from gateway.cli.load import settings_from as _settings
     from gateway.execute import Targets
     from gateway.execute.introspect import introspect
     from gateway.semantic.check import schema_problems
