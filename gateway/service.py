@@ -33,23 +33,24 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gateway import __version__, errors, masking, promote, row_policy, safety
+from gateway import __version__, errors, safety
 from gateway.auth import ANONYMOUS, Authenticator, Principal, Role, scopes
+from gateway.auth.ownership import Owner, owner_of, reviews
 from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
-from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
 from gateway.context.search import active_guideline, rules_summary, search_schema
-from gateway.corrections import hand_over
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
 from gateway.execute.readable import readable, restrict
-from gateway.feedback import FeedbackIn, StoredFeedback, Verdict, audit_answer, store_of, submit
-from gateway.llm import open_llm
+from gateway.learning import promote
+from gateway.learning.corrections import hand_over
+from gateway.learning.feedback import FeedbackIn, StoredFeedback, Verdict, audit_answer, store_of, submit
+from gateway.learning.templates import match_question
+from gateway.llm.client import open_llm
 from gateway.magic import lifecycle
 from gateway.magic.run import RunReport
 from gateway.magic.wiring import open_feedback_store
 from gateway.observability.logging import get_logger
-from gateway.ownership import Owner, owner_of, reviews
 from gateway.pipeline import Answer, Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
 from gateway.pipeline.loop import ask_template
 from gateway.pipeline.trusted import checked_values
@@ -63,6 +64,8 @@ from gateway.rules.last_good import default_state_dir
 from gateway.semantic.compile import MetricQuery
 from gateway.settings import Settings
 from gateway.shared_limits import SharedRateLimits
+from gateway.sql import masking, row_policy
+from gateway.sql.client import SqlOutcome, check_sql, run_client_sql, verdict_view
 from gateway.state import GatewayState
 from gateway.store import guidelines, regressions
 from gateway.store import templates as templates_store
@@ -70,7 +73,6 @@ from gateway.store.changes import ChangeFeed
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 from gateway.store.pool import store_faults
 from gateway.store.regressions import StoredReport
-from gateway.templates import match_question
 
 __all__ = ["Gateway"]
 
@@ -213,9 +215,9 @@ class Gateway:
         return schema
 
     async def starters(self, database: str, *, principal: Principal = ANONYMOUS) -> list[dict[str, str]]:
-        """Starter questions for ``database`` (see :mod:`gateway.starters`): ``question`` and ``source`` each.
+        """Starter questions for ``database`` (see :mod:`gateway.learning.starters`): ``question`` and ``source`` each.
         Needs the ``ask`` scope and the database; a caller under a row policy gets none."""
-        from gateway.starters import starter_questions
+        from gateway.learning.starters import starter_questions
 
         self.check_scope(principal, Operation.ASK)
         principal.check_database(database)
@@ -255,15 +257,15 @@ class Gateway:
     async def history(self, *, limit: int = 50, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
         """The principal's own latest audited answers, newest first (question, database, status, SQL, when;
         never rows). Raises ``store_not_configured`` without a store."""
-        from gateway import history
+        from gateway.learning import history
 
         self.check_scope(principal, Operation.ASK)
         return await history.recent(self.state, principal, limit)
 
     async def audited_answer(self, request_id: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
         """One audited answer by request id, for its owner, or a dba/admin of its database without row-policy
-        values (see :mod:`gateway.history`); ``unknown_request`` for anyone else, as for an unknown id."""
-        from gateway import history
+        values (see :mod:`gateway.learning.history`); ``unknown_request`` for anyone else, as for an unknown id."""
+        from gateway.learning import history
 
         self.check_scope(principal, Operation.ASK)
         return await history.one(self.state, principal, request_id)
@@ -333,7 +335,7 @@ class Gateway:
     def owner(self, principal: Principal = ANONYMOUS, client: str | None = None) -> Owner:
         """Who owns what ``principal`` leaves behind (answers, feedback, conversations, limits): the end user,
         else the API key, else ``client`` (the ``X-Client-Id`` header, auth off) or ``anonymous``. Every
-        adapter asks here (see :mod:`gateway.ownership`)."""
+        adapter asks here (see :mod:`gateway.auth.ownership`)."""
         return owner_of(principal, client)
 
     def question(self, database: str, question: str, *, evidence: str | None = None, max_rows: int | None = None,
@@ -443,7 +445,7 @@ class Gateway:
         the gate."""
         return await lifecycle.rollback(self.state, store_of(self.state.store), version, database=database, actor=actor)
 
-    # --- trusted answers: templates (gateway.templates, gateway.promote) ---------------------------------
+    # --- trusted answers: templates (gateway.learning.templates, gateway.learning.promote) ----------------------------
 
     async def create_template(self, database: str, name: str, *, sql: str | None = None,
                               parameters: Sequence[dict[str, Any]] = (), questions: Sequence[str] = (),

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from gateway import findings
-from gateway.assets import shipped_dir
+from gateway.config.assets import shipped_dir
 from gateway.safety.policy import Policy
 
 DEFAULT_CONFIG_FILE = Path("nl2sql-gateway.toml")
@@ -257,7 +257,7 @@ class StoreSettings(BaseModel):
 
 
 class TemplatesSettings(BaseModel):
-    """Trusted answers: DBA templates (gateway.templates) answering the questions that match them."""
+    """Trusted answers: DBA templates (gateway.learning.templates) answering the questions that match them."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -718,7 +718,7 @@ def load_settings(**overrides: Any) -> Settings:
     except ConfigError:
         raise
     except ValidationError as exc:  # name the file or variable, the key, what was expected, the likely key
-        from gateway.config_errors import describe
+        from gateway.config.errors import describe
 
         path = config_path()
         raise ConfigError(describe(exc, Settings, path, _read_toml(path) if path else {})) from None

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from gateway import errors
 from gateway.context.cache import SchemaCache
 from gateway.context.sources import ExamplesSource, FileGuidelineSource, GuidelineSource, NoExamples
-from gateway.corrections import CorrectionsSink, MemoryCorrections
 from gateway.execute import Target, Targets
+from gateway.learning.corrections import CorrectionsSink, MemoryCorrections
 from gateway.rules import RuleSet, RulesRegistry
 from gateway.safety import Policy
 from gateway.settings import Settings
@@ -20,7 +20,7 @@ from gateway.settings import Settings
 if TYPE_CHECKING:
     from gateway.auth import Authenticator
     from gateway.backpressure import RateLimits
-    from gateway.llm import LLMClient
+    from gateway.llm.client import LLMClient
     from gateway.pipeline.tally import Tally
     from gateway.semantic import SemanticModel, SemanticRegistry
     from gateway.store import Store

@@ -108,16 +108,16 @@ def test_only_the_http_app_enters_its_lifespan_and_every_adapter_opens_a_gateway
         if rel.parts[0] != "api":
             assert "lifespan_context" not in text, f"{rel} enters the HTTP app's lifespan: open a Gateway"
             built_app = "gateway.api.app" in imports(path)
-            assert not built_app or rel == Path("cli.py"), f"{rel} builds the HTTP app: open a Gateway"
+            assert not built_app or rel == Path("cli/main.py"), f"{rel} builds the HTTP app: open a Gateway"
     opened = {str(p.relative_to(PACKAGE)) for p in modules() if "Gateway(" in p.read_text()}
-    assert {"api/app.py", "eval/pipeline.py", "magic/cli.py", "mcp/stdio.py"} <= opened, opened
+    assert {"api/app.py", "eval/pipeline.py", "cli/magic.py", "mcp/stdio.py"} <= opened, opened
     # Resources are opened in one place: no other module opens the LLM client, and target pools only where a
     # DBA tool reads the whole catalog (`init`'s grants, `rules check`, `semantic check`), which a Gateway never
     # shows.
     for path in modules():
         rel = str(path.relative_to(PACKAGE))
-        if rel not in {"service.py", "execute/pool.py", "execute/__init__.py", "llm.py", "cli.py", "rules/cli.py",
-                       "semantic/cli.py"}:
+        if rel not in {"service.py", "execute/pool.py", "execute/__init__.py", "llm/client.py", "cli/main.py", "cli/rules.py",
+                       "cli/semantic.py"}:
             text = path.read_text()
             assert "Targets.open(" not in text and "open_llm(" not in text, f"{rel} assembles resources"
 
@@ -144,8 +144,126 @@ ORCHESTRATORS = {"pipeline/loop.py", "pipeline/verified.py", "pipeline/stream.py
 def test_stages_take_what_they_use_not_the_whole_state() -> None:
     folders = ("pipeline", "context", "safety", "execute", "rules")
     stages = [path for folder in folders for path in (PACKAGE / folder).rglob("*.py")]
-    stages += [PACKAGE / name for name in ("client_sql.py", "feedback.py", "masking.py", "findings.py")]
+    stages += [PACKAGE / name for name in ("sql/client.py", "learning/feedback.py", "sql/masking.py", "findings.py")]
     for path in stages:
         rel = str(path.relative_to(PACKAGE))
         if rel not in ORCHESTRATORS:
             assert "gateway.state" not in imports(path), f"{rel} takes the whole GatewayState: pass it the parts"
+
+
+# gateway/'s top level is the package face (__init__, __main__), settings, errors, ``Gateway`` (service), its
+# state, the finding registry and at most one more; everything else lives in a folder named for what it serves.
+# backpressure.py and shared_limits.py move to gateway/serving/ on the serving branch: counted apart until it is
+# merged (then empty this set).
+NOT_YET_MOVED = {"backpressure.py", "shared_limits.py"}
+
+
+def test_the_top_level_holds_only_the_package_face() -> None:
+    top = {p.name for p in PACKAGE.glob("*.py")} - NOT_YET_MOVED
+    assert {"__init__.py", "__main__.py", "settings.py", "errors.py", "service.py", "findings.py"} <= top
+    assert len(top) <= 8, f"{len(top)} modules at gateway/'s top level: {sorted(top)}"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_nodes(body: list[ast.stmt], *, in_functions: bool) -> list[ast.Import | ast.ImportFrom]:
+    """The imports a module runs: at module level (``if``/``try``/``with`` included, ``if TYPE_CHECKING`` not),
+    and with ``in_functions`` also those inside functions and classes."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            found += _import_nodes(node.orelse, in_functions=in_functions)
+        elif isinstance(node, ast.If | ast.Try | ast.With) or (
+                in_functions and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)):
+            for field in ("body", "orelse", "finalbody"):
+                found += _import_nodes(getattr(node, field, []), in_functions=in_functions)
+            for handler in getattr(node, "handlers", []):
+                found += _import_nodes(handler.body, in_functions=in_functions)
+    return found
+
+
+def import_graph(*, in_functions: bool) -> dict[str, set[str]]:
+    """Module -> the gateway modules it imports (``from a import b`` counts as importing ``a.b`` when that is a
+    module, else ``a``)."""
+    paths = {_module_name(p): p for p in modules()}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        edges: set[str] = set()
+        for node in _import_nodes(ast.parse(path.read_text()).body, in_functions=in_functions):
+            if isinstance(node, ast.Import):
+                edges |= {alias.name for alias in node.names if alias.name in paths}
+                continue
+            base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+            module = (".".join(base[:len(base) - node.level + 1] + [node.module or ""]).strip(".")
+                      if node.level else node.module or "")
+            for alias in node.names:
+                if f"{module}.{alias.name}" in paths:
+                    edges.add(f"{module}.{alias.name}")
+                elif module in paths:
+                    edges.add(module)
+        graph[name] = edges - {name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan): each holds at least one cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles_among_gateway_modules() -> None:
+    graph = import_graph(in_functions=False)
+    assert len(graph) > 200 and "gateway.cli.main" in graph["gateway.__main__"]
+    assert import_cycles(graph) == []
+
+
+# Imports deferred into a function (for start-up time, or to break a cycle by hand) that still close a cycle.
+# Known ones only; each is a candidate for a move of code. A new one fails here.
+KNOWN_DEFERRED_CYCLES = [
+    ["gateway", "gateway.service"],  # `gateway.Gateway` is imported on first use
+    ["gateway.context.cache", "gateway.context.scope"],
+    ["gateway.safety.rules.recursion", "gateway.safety.sizes"],
+    ["gateway.semantic.importers", "gateway.semantic.importers.cortex", "gateway.semantic.importers.cube",
+     "gateway.semantic.importers.dbt"],
+]
+
+
+def test_deferred_imports_close_no_new_cycle() -> None:
+    found = import_cycles(import_graph(in_functions=True))
+    assert sorted(found) == sorted(KNOWN_DEFERRED_CYCLES), found

@@ -81,7 +81,7 @@ def _commands(app: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]
 def test_every_help_accepts_dash_h_and_reads_at_80_columns() -> None:
     from typer.testing import CliRunner
 
-    from gateway.cli import app
+    from gateway.cli.main import app
 
     paths = _commands(app)
     assert ("serve",) in paths and ("rules", "check") in paths and len(paths) > 20

@@ -75,7 +75,7 @@ def test_every_error_code_is_documented() -> None:
 def test_every_cli_command_is_documented_and_has_help() -> None:
     import typer.main
 
-    from gateway.cli import app
+    from gateway.cli.main import app
 
     group = typer.main.get_command(app)
     for name, command in group.commands.items():  # type: ignore[attr-defined]

@@ -41,11 +41,11 @@ from gateway.api.problems import PROBLEM_JSON
 from gateway.auth import check_exposure
 from gateway.auth.access import authorize
 from gateway.backpressure import Strangers
-from gateway.banner import print_banner
 from gateway.mcp.http import McpEndpoint
 from gateway.observability import metrics
 from gateway.observability.logging import configure_logging
 from gateway.service import Gateway
+from gateway.serving.banner import print_banner
 from gateway.settings import Settings, load_settings
 
 DESCRIPTION = """

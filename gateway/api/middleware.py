@@ -17,8 +17,8 @@ Admission runs in this order, each step refusing with a problem before the next 
    (429 ``too_many_in_flight``), so one client cannot take every slot.
 
 An admitted request runs under a hard timeout: ``server.request_timeout_s`` starts its deadline
-(:mod:`gateway.deadline`), which every stage reads; :data:`gateway.deadline.HARD_GRACE_S` after it, whatever
-still runs is cancelled and the request answers 504 ``deadline_exceeded`` (a server-sent-event stream that
+(:mod:`gateway.serving.deadline`), which every stage reads; :data:`gateway.serving.deadline.HARD_GRACE_S` after
+it, whatever still runs is cancelled and the request answers 504 ``deadline_exceeded`` (a server-sent-event stream that
 already started gets a last ``problem`` event instead). Work after the response is complete (background
 tasks, each with bounds of its own) is not cut short.
 
@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway import deadline, errors
+from gateway import errors
 from gateway.api.console import is_console
 from gateway.api.fastpath import CompiledRoute, FastRoutes
 from gateway.api.problems import challenge_of, problem_response
@@ -49,6 +49,7 @@ from gateway.auth.resource import METADATA_PATHS
 from gateway.backpressure import InFlight, KeyInFlight, Strangers
 from gateway.observability import latency, metrics
 from gateway.observability.logging import get_logger, log_request
+from gateway.serving import deadline
 
 if TYPE_CHECKING:
     from gateway.auth import Authenticator

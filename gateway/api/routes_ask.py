@@ -16,8 +16,8 @@ from gateway.api.models import AskRequest, AskResponse
 from gateway.api.problems import openapi_responses, problem_response
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.corrections import hand_over
-from gateway.feedback import audit_answer
+from gateway.learning.corrections import hand_over
+from gateway.learning.feedback import audit_answer
 from gateway.observability.logging import get_logger
 from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, open_thread, token_budget
 from gateway.pipeline.respond import Answer, sse, to_json

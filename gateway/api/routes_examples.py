@@ -12,9 +12,9 @@ from gateway.api.models import ExampleList, ExampleOut, ReviewRequest
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.feedback import store_of
-from gateway.ownership import owner_of
-from gateway.review import decide, listing, with_context
+from gateway.auth.ownership import owner_of
+from gateway.learning.feedback import store_of
+from gateway.learning.review import decide, listing, with_context
 from gateway.state import GatewayState
 
 # Every route needs a dba key (see gateway.auth.access.ROUTE_ROLES).

@@ -28,7 +28,7 @@ from gateway.api.models import (
 from gateway.api.problems import openapi_responses
 from gateway.auth import ALL_DATABASES, Principal, Role
 from gateway.auth.access import authorize
-from gateway.feedback import store_of
+from gateway.learning.feedback import store_of
 from gateway.magic import lifecycle
 from gateway.service import Gateway
 from gateway.state import GatewayState

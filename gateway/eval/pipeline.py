@@ -25,7 +25,7 @@ from gateway.context.sources import FileGuidelineSource
 from gateway.eval.questions import Question
 from gateway.eval.scenarios import Scenario, ask_policy
 from gateway.execute import Targets
-from gateway.llm import LLMClient, LLMReply
+from gateway.llm.client import LLMClient, LLMReply
 from gateway.pipeline import Question as AskQuestion
 from gateway.pipeline import ask
 from gateway.pipeline.respond import Answer

@@ -218,7 +218,7 @@ def write_report(folder: RunFolder) -> dict[str, Any]:
     """
     import json
 
-    from gateway import extras
+    from gateway.cli import extras
     from gateway.eval.charts import write_charts
     from gateway.eval.markdown import render_markdown
 

@@ -8,7 +8,7 @@ reported as a gold error, with the setting to raise.
 
 A prediction is scored under three conventions, so that numbers compare with published ones:
 
-* ``strict``, the project's own (:func:`gateway.equivalence.same_result`): rows a multiset, order when the
+* ``strict``, the project's own (:func:`gateway.sql.equivalence.same_result`): rows a multiset, order when the
   gold has ORDER BY (modulo ties: rows the gold's sort key does not tell apart may come in any order, when
   the key is among the gold's outputs), column order free, no extra columns (``extra`` is the same with
   extra columns allowed);
@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway import errors
-from gateway.equivalence import (
+from gateway.eval.questions import Question
+from gateway.execute import run_query
+from gateway.sql.equivalence import (
     asks_for_order,
     gold_is_ordered,
     order_key_columns,
@@ -32,8 +34,6 @@ from gateway.equivalence import (
     same_result_bird,
     same_result_defog,
 )
-from gateway.eval.questions import Question
-from gateway.execute import run_query
 from gateway.state import GatewayState
 
 __all__ = ["Gold", "GoldResult", "Verdict", "run_gold", "score"]

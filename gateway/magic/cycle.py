@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gateway import errors, safety
-from gateway.equivalence import gold_is_ordered, same_result
 from gateway.execute import QueryResult, run_query
 from gateway.magic import prompts
 from gateway.magic.agents import Agents, Case, extract_sql
 from gateway.observability.logging import get_logger
+from gateway.sql.equivalence import gold_is_ordered, same_result
 from gateway.state import GatewayState
 
 log = get_logger(__name__)

@@ -32,9 +32,9 @@ from typing import Any
 
 from gateway.context.model import Guideline
 from gateway.context.sources import GuidelineSource
-from gateway.corrections import MemoryCorrections
 from gateway.eval.replay import RegressionReport, WithoutQuestion, guideline_variant, replay
 from gateway.eval.verified import load_verified
+from gateway.learning.corrections import MemoryCorrections
 from gateway.magic.agents import Agents, extract_sql
 from gateway.magic.cases import CaseBuilder
 from gateway.magic.cycle import equivalent, execute_checked

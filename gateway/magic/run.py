@@ -29,7 +29,7 @@ from typing import Any
 
 from gateway import errors
 from gateway.context.sources import GuidelineSource
-from gateway.llm import LLMClient
+from gateway.llm.client import LLMClient
 from gateway.magic import gate
 from gateway.magic.agents import Agents
 from gateway.magic.batch import batches, looks_like_guideline

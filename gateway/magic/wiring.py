@@ -14,10 +14,10 @@ import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from gateway.client_sql import allowed_now
 from gateway.magic import scheduler
 from gateway.magic.run import refresh_gauges
 from gateway.observability.logging import get_logger
+from gateway.sql.client import allowed_now
 from gateway.state import GatewayState
 from gateway.store import Store
 from gateway.store.sources import StoreCorrections, StoreExamples, StoreGuidelines

@@ -23,7 +23,6 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from gateway import __version__, errors
-from gateway import deadline as request_deadline
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.access import required_role
 from gateway.auth.scopes import Operation
@@ -32,6 +31,7 @@ from gateway.mcp.clarify import Dialog
 from gateway.mcp.tools import BY_NAME, TOOLS, Call
 from gateway.observability.logging import get_logger
 from gateway.service import Gateway
+from gateway.serving import deadline as request_deadline
 
 log = get_logger(__name__)
 
@@ -220,7 +220,7 @@ T = TypeVar("T")
 
 
 async def _within_deadline(caller: Caller, work: Awaitable[T], what: str) -> T:
-    """``work`` under the request's deadline: cooperative inside (:mod:`gateway.deadline`), cancelled
+    """``work`` under the request's deadline: cooperative inside (:mod:`gateway.serving.deadline`), cancelled
     ``HANDLER_GRACE_S`` after it (``deadline_exceeded``), a little before the HTTP layer's own hard
     timeout, so that the tool's result says what happened."""
     at = caller.deadline

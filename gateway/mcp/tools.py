@@ -19,7 +19,7 @@ from gateway.api.models import RequestBody
 from gateway.auth import Principal, Role
 from gateway.auth.access import required_role
 from gateway.auth.scopes import Operation
-from gateway.feedback import feedback_dict
+from gateway.learning.feedback import feedback_dict
 from gateway.mcp import apps, clarify
 from gateway.mcp.results import DATA_NOTE, ok
 from gateway.pipeline import Attempt

@@ -4,7 +4,7 @@ With ``ask.candidates = n`` above 1, the first pass draws n SQL candidates at on
 with the plain generation prompt and the database's temperature (exactly the single generation), each later
 one with a way of working added to the prompt (:data:`gateway.pipeline.prompts.CANDIDATE_STRATEGIES`, in
 turn) and ``ask.candidate_temperature``. Each is checked, run and validated like any attempt. Candidates
-that pass are grouped by result equivalence (:func:`gateway.equivalence.same_result`): independent drafts
+that pass are grouped by result equivalence (:func:`gateway.sql.equivalence.same_result`): independent drafts
 that return the same rows are likely right together. The largest group wins and its lowest-numbered
 candidate becomes the answer; a tie between equally large groups goes to ``ask.selector`` (``first``: the
 group of the lowest-numbered candidate; ``llm``: one more LLM call picks). When none passes, the candidates
@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway import errors
-from gateway.equivalence import gold_is_ordered, same_result
-from gateway.llm import LLMClient, LLMReply
+from gateway.llm.client import LLMClient, LLMReply
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.pipeline import prompts
@@ -45,6 +44,7 @@ from gateway.pipeline.respond import Attempt, Source
 from gateway.pipeline.tally import log_attempt
 from gateway.pipeline.validate import Finding
 from gateway.settings import AskPolicy
+from gateway.sql.equivalence import gold_is_ordered, same_result
 
 log = get_logger(__name__)
 

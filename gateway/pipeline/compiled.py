@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from gateway.llm import LLMClient, LLMReply
+from gateway.llm.client import LLMClient, LLMReply
 from gateway.semantic.compile import CompiledQuery, MetricQuery, SemanticQueryError, compile_query
 from gateway.semantic.grounding import touched
 from gateway.semantic.model import SemanticModel

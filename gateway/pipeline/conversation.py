@@ -1,7 +1,7 @@
 """Conversations: a follow-up question ("and by month?", "only 2024") sees the turns before it.
 
 A question with a client (``Question.client``, its owner: the end user, else the API key, else the
-``X-Client-Id`` with auth off; see :mod:`gateway.ownership`) and no ``conversation_id`` starts a
+``X-Client-Id`` with auth off; see :mod:`gateway.auth.ownership`) and no ``conversation_id`` starts a
 conversation; the answer carries its new id (128 random bits). A question that names one continues it, but
 only when that owner started it, on the same database, within ``store.conversation_retention_days``: any
 other id answers ``unknown_conversation`` (404), the same for an id that never existed, so another owner's
@@ -11,7 +11,7 @@ nor added to.
 What a follow-up carries (:func:`render`): the earlier turns' questions, their SQL and the shape of their
 results (columns and row count, never rows), or the clarifying question the gateway asked and its options,
 latest turns first within the database's ``ask.conversation_token_budget``, as one data block (text users
-and the model wrote is data, never instructions: ``gateway.untrusted``). Hidden tables and columns are masked
+and the model wrote is data, never instructions: ``gateway.llm.untrusted``). Hidden tables and columns are masked
 in every turn, when it is stored and again when it is shown (rules can change in between). Only SQL that
 ran is kept: a blocked attempt's SQL, which may name hidden columns, never is.
 
@@ -29,18 +29,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway import errors
-from gateway.masking import hidden_names_of, mask
+from gateway.llm.untrusted import data_block
 from gateway.observability.logging import get_logger
 from gateway.pipeline import loop, prompts, token_budget
 from gateway.pipeline.candidates import OnCandidates
 from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.respond import Answer
 from gateway.pipeline.verified import OnAttempt
+from gateway.sql.masking import hidden_names_of, mask
 from gateway.state import GatewayState
 from gateway.store import conversations
 from gateway.store.conversations import StoredConversation, StoredTurn
 from gateway.store.pool import store_faults
-from gateway.untrusted import data_block
 
 log = get_logger(__name__)
 

@@ -29,10 +29,10 @@ import sqlglot
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
-from gateway.llm import LLMClient, LLMReply
+from gateway.llm.client import LLMClient, LLMReply
+from gateway.llm.untrusted import data_block
 from gateway.pipeline import prompts
 from gateway.pipeline.clarify import Clarification, parse_clarification, without_clarification
-from gateway.untrusted import data_block
 
 _TAGGED = re.compile(r"<sql>(.*?)</sql>", re.IGNORECASE | re.DOTALL)
 _UNCLOSED_TAG = re.compile(r"<sql>(.*)\Z", re.IGNORECASE | re.DOTALL)
@@ -124,7 +124,7 @@ def context_block(ctx: Any, *, with_examples: bool) -> str:
     """The schema, rules, stored values and examples, as the prompts show them.
 
     What the database holds (schema comments, sample and stored values) and what clients wrote (examples)
-    are data blocks; the administrators' rules are instructions and stay outside (``gateway.untrusted``).
+    are data blocks; the administrators' rules are instructions and stay outside (``gateway.llm.untrusted``).
     """
     parts = [f"## Database schema\n{data_block('schema', ctx.schema_text.strip())}",
              f"## Rules from the database's administrators\n{(ctx.rules_text or '').strip() or prompts.NO_RULES}"]
@@ -183,7 +183,7 @@ async def generate(llm: LLMClient, ctx: Any, question: str, evidence: str | None
 
 def preview_rows(rows: list[list[Any]], limit: int = 5, width: int = 200) -> str:
     """A few result rows as JSON lines, each cut to ``width`` characters (prompts stay small), as a data block:
-    a value that says "ignore the previous instructions" is a value (``gateway.untrusted``)."""
+    a value that says "ignore the previous instructions" is a value (``gateway.llm.untrusted``)."""
     out = []
     for row in rows[:limit]:
         line = json.dumps(row, default=str, ensure_ascii=False)

@@ -11,7 +11,7 @@ import re
 from gateway import errors
 from gateway.execute import QueryResult
 from gateway.findings import Finding
-from gateway.llm import LLMClient, LLMReply
+from gateway.llm.client import LLMClient, LLMReply
 from gateway.observability.logging import get_logger
 from gateway.pipeline import prompts
 from gateway.pipeline.generate import preview_rows, question_block

@@ -19,12 +19,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gateway import errors, row_policy
-from gateway.client_sql import check_sql
+from gateway import errors
 from gateway.context import Context, build_context
 from gateway.execute import QueryResult, Target
-from gateway.llm import MIN_CALL_S, LLMClient
-from gateway.masking import hidden_names_of
+from gateway.learning.templates import Template
+from gateway.llm.client import MIN_CALL_S, LLMClient
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.pipeline import compiled as compiled_path
@@ -47,8 +46,10 @@ from gateway.semantic.enforce import semantic_findings
 from gateway.semantic.model import SemanticModel
 from gateway.semantic.registry import EMPTY as EMPTY_MODEL
 from gateway.settings import AskPolicy
+from gateway.sql import row_policy
+from gateway.sql.client import check_sql
+from gateway.sql.masking import hidden_names_of
 from gateway.state import GatewayState
-from gateway.templates import Template
 
 log = get_logger(__name__)
 
@@ -89,7 +90,7 @@ class _Run:
         run = None
         if refused is None and (self.q.claims or row_policy.has_row_filters(self.state, self.q.database)):
             # The attempt shows the SQL as the model wrote it; what runs is its row-filtered rewrite, checked
-            # again (gateway.row_policy). A missing claim fails the question: no other SQL could run either.
+            # again (gateway.sql.row_policy). A missing claim fails the question: no other SQL could run either.
             run = await row_policy.filtered(self.state, self.q.database, sql, self.q.claims,
                                             check_sql(self.state, sql, self.q.database), bound=args)
             refused = check(lambda _text: run.verdict, run.sql, self.hidden)  # type: ignore[union-attr]

@@ -12,14 +12,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gateway.findings import ALWAYS_REFLECT, Finding
-from gateway.llm import LLMClient
-from gateway.masking import hidden_names_of, mask  # the one masking function
+from gateway.llm.client import LLMClient
+from gateway.llm.untrusted import data_block
 from gateway.pipeline import prompts
 from gateway.pipeline.generate import Drafted, context_block, extract_sql, preview_rows, question_block
 from gateway.pipeline.respond import Attempt
 from gateway.safety import Policy
 from gateway.settings import AskPolicy
-from gateway.untrusted import data_block
+from gateway.sql.masking import hidden_names_of, mask  # the one masking function
 
 
 def guideline_applies(policy: AskPolicy, trigger_codes: Sequence[str]) -> bool:

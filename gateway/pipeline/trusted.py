@@ -22,6 +22,7 @@ from gateway.context.cache import SchemaSnapshot
 from gateway.context.scope import row_filtered
 from gateway.execute import QueryResult
 from gateway.findings import Finding, family_of
+from gateway.learning.templates import Template, ValueOutOfDomain, check_value, match_question
 from gateway.observability.logging import get_logger
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Answer, Attempt, status_of
@@ -29,7 +30,6 @@ from gateway.pipeline.tally import log_attempt
 from gateway.pipeline.validate import triggers
 from gateway.settings import AskPolicy
 from gateway.state import GatewayState
-from gateway.templates import Template, ValueOutOfDomain, check_value, match_question
 
 log = get_logger(__name__)
 
@@ -146,7 +146,7 @@ def checked_values(template: Template, given: Mapping[str, str], dom: Domain, *,
     names the first value that does not fit, with the closest known values.
 
     ``default_shown(column)``: whether the caller is shown the DBA's default of a parameter on ``column``
-    (:func:`gateway.promote.view` decides the same; None: every default). A default is used only where it
+    (:func:`gateway.learning.promote.view` decides the same; None: every default). A default is used only where it
     would be shown: else the caller must give the value, since the default would come back in the answer,
     or quoted in a refusal, possibly spelling another tenant's value."""
     unknown = sorted(set(given) - {p.name for p in template.parameters})

@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from gateway import deadline as request_deadline
 from gateway import errors
+from gateway.serving import deadline as request_deadline
 from gateway.settings import Settings
 
-# Set by gateway.cli: how to load the settings.
+# Set by gateway.cli.main: how to load the settings.
 load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 

@@ -1,4 +1,4 @@
-"""Answer history and permalinks (gateway.history): who may see an audited answer is decided in the Gateway,
+"""Answer history and permalinks (gateway.learning.history): who may see an audited answer is decided in the Gateway,
 for every adapter; an answer someone may not see is exactly as absent as one never given."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from gateway import Gateway, errors
 from gateway.auth import Principal, Role
-from gateway.feedback import audit_answer
+from gateway.learning.feedback import audit_answer
 from gateway.settings import StoreSettings
 from gateway.store import examples
 from tests.ask.helpers import ask_settings

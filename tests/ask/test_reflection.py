@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from gateway.corrections import MemoryCorrections
+from gateway.learning.corrections import MemoryCorrections
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.ask.helpers import ask_settings, gateway, is_generation, is_reflection, post_ask, script, sql
 

@@ -5,7 +5,7 @@ A Postgres message or hint can name a hidden column ("Perhaps you meant to refer
 or a prompt. A hint sentence naming one is dropped whole: even masked, it confirms the guess was close.
 Database errors are masked where they become gateway errors (``gateway.execute.run`` through
 :meth:`gateway.execute.pool.Target.mask_error`, installed per database by :func:`install`), safety findings
-where they become a refusal (``gateway.client_sql``, ``gateway.pipeline``); traces, SSE events and reflection
+where they become a refusal (``gateway.sql.client``, ``gateway.pipeline``); traces, SSE events and reflection
 prompts are built from those, so they carry masked text too.
 
 >>> names = hidden_names_of(frozenset({"employees.salary"}), frozenset())

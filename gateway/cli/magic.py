@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.cli_style import CLI_STYLE
+from gateway.cli.style import CLI_STYLE
+from gateway.serving import deadline as request_deadline
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ app = typer.Typer(**CLI_STYLE, name="guideline", help="List, show, diff, regener
                   "shipped default and export the self-correction guideline versions kept in the store, per "
                   "database (--database) or global.", no_args_is_help=True)
 
-# Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
+# Set by gateway.cli.main before a command runs: how to load the settings (the --config option lives there).
 load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,

@@ -61,7 +61,7 @@ class LLMPools:
             limits=httpx2.Limits(max_connections=self.per_pool, max_keepalive_connections=self.per_pool),
             timeout=settings.timeout_s, verify=self._tls,
         )
-        # The SDK's own retries are off: gateway.llm retries within the request's deadline.
+        # The SDK's own retries are off: gateway.llm.client retries within the request's deadline.
         self.clients.append(openai.AsyncOpenAI(api_key=self._api_key, base_url=settings.base_url,
                                                timeout=settings.timeout_s, max_retries=0, http_client=http))
         self.busy.append(0)

@@ -3,7 +3,7 @@
 
 Who may see an audited answer is decided here, once, for every adapter:
 
-- its owner (the end user who asked, else the API key; :mod:`gateway.ownership`), while the principal may
+- its owner (the end user who asked, else the API key; :mod:`gateway.auth.ownership`), while the principal may
   still use its database;
 - a dba or admin that may use its database and carries no row-policy values (they review what clients
   asked: the audit holds the question and SQL, never rows; under a row policy a reviewer would read
@@ -19,8 +19,8 @@ from typing import Any
 
 from gateway import errors
 from gateway.auth import ALL_DATABASES, Principal, Role
-from gateway.feedback import store_of
-from gateway.ownership import owner_of
+from gateway.auth.ownership import owner_of
+from gateway.learning.feedback import store_of
 from gateway.state import GatewayState
 from gateway.store import audit
 from gateway.store.pool import store_faults

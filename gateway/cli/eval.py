@@ -14,8 +14,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from gateway import extras
-from gateway.cli_style import CLI_STYLE
+from gateway.cli import extras
+from gateway.cli.style import CLI_STYLE
 from gateway.eval.questions import Question, QuestionSetError, load_questions, question_set_digest, shipped
 from gateway.eval.runfolder import RunFolder, RunFolderError, new_run_id
 from gateway.eval.scenarios import DEFAULT_GUIDELINES, DEFAULT_REFLECTIONS, Scenario, ScenarioError, matrix

@@ -11,13 +11,14 @@ from typing import Any, Protocol
 
 import structlog
 
-from gateway import errors, row_policy, safety
+from gateway import errors, safety
 from gateway.execute import QueryResult, Target, run_query
-from gateway.masking import hidden_names_of, mask, mask_fields
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.rules import RuleSet
 from gateway.settings import Limits
+from gateway.sql import row_policy
+from gateway.sql.masking import hidden_names_of, mask, mask_fields
 
 log = get_logger(__name__)
 
@@ -97,7 +98,7 @@ async def run_client_sql(databases: Databases, database: str, sql: str, max_rows
     ``principal``: the caller's :attr:`~gateway.auth.keys.Principal.partition`; the statement stays prepared
     on the connection for that principal only (gateway.execute.statements).
     ``claims``: the caller's row-policy values: set as ``nl2sql.<name>`` for the database's RLS policies, and
-    bound into the rules' row filters (gateway.row_policy), whose rewritten text is what runs.
+    bound into the rules' row filters (gateway.sql.row_policy), whose rewritten text is what runs.
     """
     started = time.perf_counter()
     target = databases.target(database)

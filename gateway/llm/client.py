@@ -5,10 +5,10 @@ Every call names its *purpose* (generate, reflect, judge, magic_*), which labels
 
 The SDK's own retries are switched off: this module retries 429, 5xx, connection errors and timeouts
 itself, with exponential backoff, so that the whole call, retries included, ends before the request's
-deadline (the caller's and the HTTP request's, whichever comes first: see :mod:`gateway.deadline`). A
+deadline (the caller's and the HTTP request's, whichever comes first: see :mod:`gateway.serving.deadline`). A
 semaphore bounds the calls in flight (``llm.max_concurrency``); waiting for it counts against the deadline
 too, and at most ``llm.max_queued`` calls wait (more answer ``overloaded`` at once). A circuit breaker
-(:mod:`gateway.breaker`) stops calling an endpoint that failed ``llm.breaker_failures`` calls in a row.
+(:mod:`gateway.llm.breaker`) stops calling an endpoint that failed ``llm.breaker_failures`` calls in a row.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from typing import Any
 
 import openai
 
-from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.backpressure import WaitBound
-from gateway.breaker import Breaker
-from gateway.llm_pool import LLMPools
+from gateway.llm.breaker import Breaker
+from gateway.llm.pool import LLMPools
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.serving import deadline as request_deadline
 from gateway.settings import LLMSettings
 
 log = get_logger(__name__)
@@ -264,7 +264,7 @@ async def open_llm(settings: LLMSettings) -> AsyncIterator[LLMClient | None]:
         yield None
         return
     key = settings.api_key.get_secret_value() if settings.api_key else "not-needed"  # local servers need none
-    # The connections follow the semaphore (gateway.llm_pool): every admitted call gets one at once, and
+    # The connections follow the semaphore (gateway.llm.pool): every admitted call gets one at once, and
     # the connections of a burst stay open for the next one.
     llm = LLMClient(settings, LLMPools(settings, key))
     try:

@@ -2,7 +2,7 @@
 
 - Every answer is audited in the store before it is sent, so feedback can name it by request id (with the
   answers of concurrent requests in one statement: gateway.store.batch).
-- Feedback is accepted only from the owner of the answer (:mod:`gateway.ownership`: the end user, else the
+- Feedback is accepted only from the owner of the answer (:mod:`gateway.auth.ownership`: the end user, else the
   API key, else the ``X-Client-Id`` with auth off), and so are the correction and the example proposal it
   carries. Anyone else's feedback answers ``unknown_request``, exactly as an id that was never audited, so
   it neither reaches another owner's answer nor tells whether an id exists or which database it is on.
@@ -25,13 +25,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from gateway import errors, row_policy
-from gateway.client_sql import Databases, check_sql, hidden_names
+from gateway import errors
+from gateway.auth.ownership import Owner
 from gateway.execute import run_query
-from gateway.masking import mask, mask_fields
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
-from gateway.ownership import Owner
+from gateway.sql import row_policy
+from gateway.sql.client import Databases, check_sql, hidden_names
+from gateway.sql.masking import mask, mask_fields
 from gateway.store import Store, audit, corrections, examples, feedback
 from gateway.store.feedback import StoredFeedback
 from gateway.store.pool import store_faults

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.cli_style import CLI_STYLE
+from gateway.cli.style import CLI_STYLE
+from gateway.serving import deadline as request_deadline
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ app = typer.Typer(**CLI_STYLE, name="examples",
                   help="Review the question/SQL examples clients propose through feedback: only approved ones "
                        "are used as few-shot examples and exact answers.", no_args_is_help=True)
 
-# Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
+# Set by gateway.cli.main before a command runs: how to load the settings (the --config option lives there).
 load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
@@ -88,7 +88,7 @@ def list_examples(
 
 def _decide(example_id: int, decision: Literal["approved", "rejected"], note: str | None,
             reviewer: str | None, config: Path | None) -> None:
-    from gateway.review import decide
+    from gateway.learning.review import decide
 
     async def work(store: Any) -> None:
         who = reviewer or f"cli:{getpass.getuser()}"

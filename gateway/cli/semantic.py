@@ -26,8 +26,9 @@ def _folder(config: Path | None, semantic_dir: Path | None, database: str) -> Pa
     """The folder to read: --semantic-dir, else the setting; the shipped demo model for the demo database."""
     if semantic_dir is not None:
         return semantic_dir
-    from gateway.assets import shipped_dir
-    from gateway.cli import DEMO_DATABASE, _settings  # the one place that turns --config into Settings
+    from gateway.cli.load import DEMO_DATABASE
+    from gateway.cli.load import settings_from as _settings  # the one place that turns --config into Settings
+    from gateway.config.assets import shipped_dir
 
     folder = _settings(config).semantic_dir or Path("semantic")
     if database == DEMO_DATABASE and not model_files(folder, database):
@@ -75,7 +76,7 @@ def _against_the_schema(config: Path | None, database: str, model: object, line:
     import asyncio
 
     from gateway import errors
-    from gateway.cli import _settings
+    from gateway.cli.load import settings_from as _settings
     from gateway.execute import Targets
     from gateway.execute.introspect import introspect
     from gateway.semantic.check import schema_problems
@@ -134,7 +135,7 @@ def import_command(
     """Read a semantic model from another format and print it as native YAML (save it as
     semantic/<database>.yaml). Problems are printed as `file:line: message`; exit 1 when the result does
     not load."""
-    from gateway.extras import install_hint, missing
+    from gateway.cli.extras import install_hint, missing
     from gateway.semantic.importers import ImportProblem, import_model
 
     if format not in FORMATS:

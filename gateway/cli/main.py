@@ -10,17 +10,19 @@ from typing import Annotated, Any
 
 import typer
 
-from gateway import deadline as request_deadline
-from gateway import extras, safety
-from gateway.cli_style import CLI_STYLE
-from gateway.quickstart import (
+from gateway import safety
+from gateway.cli import extras
+from gateway.cli.load import DEMO_DATABASE, settings_from
+from gateway.cli.quickstart import (
     apply_dsn_options,
     check_exposure_of_dsn,
     parse_dsn_option,
     password_warning,
     reach_dsn_databases,
 )
-from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
+from gateway.cli.style import CLI_STYLE
+from gateway.serving import deadline as request_deadline
+from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path
 
 app = typer.Typer(
     **CLI_STYLE,
@@ -30,8 +32,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-DEMO_DATABASE = "demo"
 
 
 def _print_version(value: bool) -> None:
@@ -62,16 +62,7 @@ ConfigOption = Annotated[
 ]
 
 
-def _settings(config: Path | None, **overrides: Any) -> Settings:
-    if config is not None:
-        import os
-
-        os.environ["NL2SQL_CONFIG"] = str(config)
-    try:
-        return load_settings(**overrides)
-    except ConfigError as exc:
-        typer.echo(f"configuration error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+_settings = settings_from  # the one place that turns --config into Settings (gateway.cli.load)
 
 
 @app.command()
@@ -147,7 +138,7 @@ def _serve(settings: Settings) -> None:
     from gateway.api.app import create_app
     from gateway.auth import check_exposure
     from gateway.observability.logging import configure_logging
-    from gateway.ports import ensure_port_free
+    from gateway.serving.ports import ensure_port_free
 
     try:
         check_exposure(settings)  # no listening beyond loopback without API keys
@@ -208,7 +199,7 @@ def check(
 def _check_policy(database: str, config: Path | None) -> safety.Policy:
     """The database's safety policy plus its rules. ``check`` needs no connection, so a database that is
     not configured but has rule files (the shipped ``demo`` always has) is checked with the default policy."""
-    from gateway.assets import shipped_dir
+    from gateway.config.assets import shipped_dir
     from gateway.rules import RulesRegistry
     from gateway.rules.loading import rule_files
 
@@ -340,8 +331,8 @@ def init(
 ) -> None:
     """Write ./nl2sql-gateway.toml (commented) and rules/NAME.yaml (the tables with their comments, places
     for descriptions and hidden columns) for one database, and print the least-privilege role SQL."""
+    from gateway.cli.starter import GATEWAY_ROLE, GRANTS_HEADER, config_text, rules_text
     from gateway.rules.grants import database_grants
-    from gateway.starter import GATEWAY_ROLE, GRANTS_HEADER, config_text, rules_text
 
     name, database = _or_exit(parse_dsn_option, dsn)
     config_file, rules_file = DEFAULT_CONFIG_FILE, Path("rules") / f"{name}.yaml"
@@ -389,39 +380,39 @@ def _introspect_one(settings: Settings, name: str) -> Any:
         raise typer.Exit(1) from exc
 
 
-from gateway.rules.cli import app as rules_app  # noqa: E402 - sub-apps are registered after the commands
+from gateway.cli.rules import app as rules_app  # noqa: E402 - sub-apps are registered after the commands
 
 app.add_typer(rules_app, name="rules", help="Check the DBA rule files (rules/<database>.yaml) against the live "
               "schema.")
 
-from gateway.semantic.cli import app as semantic_app  # noqa: E402
+from gateway.cli.semantic import app as semantic_app  # noqa: E402
 
 app.add_typer(semantic_app, name="semantic", help="Check, show and import semantic models (semantic/<database>"
               ".yaml): metrics, dimensions, synonyms.")
 
-from gateway.auth import cli as keys_cli  # noqa: E402
+from gateway.cli import auth as keys_cli  # noqa: E402
 
 keys_cli.load = _settings
 app.add_typer(keys_cli.app, name="keys")
 
-from gateway.eval.cli import eval_app  # noqa: E402
+from gateway.cli.eval import eval_app  # noqa: E402
 
 app.add_typer(eval_app, name="eval")
 
 
-from gateway.magic import cli as guideline_cli  # noqa: E402
+from gateway.cli import magic as guideline_cli  # noqa: E402
 from gateway.store import cli as store_cli  # noqa: E402
 
 guideline_cli.load = store_cli.load = _settings
 app.add_typer(guideline_cli.app, name="guideline")
 app.command(name="migrate")(store_cli.migrate)
 
-from gateway.store import examples_cli  # noqa: E402
+from gateway.cli import examples as examples_cli  # noqa: E402
 
 examples_cli.load = _settings
 app.add_typer(examples_cli.app, name="examples")
 
-from gateway import templates_cli  # noqa: E402
+from gateway.cli import templates as templates_cli  # noqa: E402
 
 templates_cli.load = _settings
 app.add_typer(templates_cli.app, name="templates")

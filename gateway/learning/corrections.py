@@ -30,7 +30,7 @@ class Correction:
     findings: list[dict[str, Any]] = field(default_factory=list)  # what was wrong with the incorrect SQL
     request_id: str | None = None
     source: str = "reflection"
-    # Who asked the question the correction came from (gateway.ownership), recorded with it.
+    # Who asked the question the correction came from (gateway.auth.ownership), recorded with it.
     owner: str | None = None
     end_user: str | None = None
     via: str | None = None

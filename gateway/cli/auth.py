@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.auth.keys import ALL_DATABASES, Role, new_token
-from gateway.cli_style import CLI_STYLE
+from gateway.cli.style import CLI_STYLE
+from gateway.serving import deadline as request_deadline
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ T = TypeVar("T")
 app = typer.Typer(**CLI_STYLE, name="keys", help="Create, list and revoke the API keys clients send as bearer tokens.",
                   no_args_is_help=True)
 
-# Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
+# Set by gateway.cli.main before a command runs: how to load the settings (the --config option lives there).
 def _default_load(config: Path | None) -> Settings:
     return Settings()
 

@@ -29,6 +29,6 @@ def shipped_dir(asset: Asset) -> Path:
 
 
 def _candidates(asset: Asset) -> list[Path]:
-    checkout = Path(__file__).resolve().parent.parent
+    checkout = Path(__file__).resolve().parents[2]
     prefixes = [Path(sysconfig.get_path("data")), Path(sys.prefix), Path(sys.base_prefix)]
     return [checkout / asset, *(prefix / SHARE / asset for prefix in prefixes)]

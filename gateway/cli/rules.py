@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 
-from gateway import deadline as request_deadline
-from gateway.cli_style import CLI_STYLE
+from gateway.cli.style import CLI_STYLE
 from gateway.errors import GatewayError
 from gateway.rules.check import check_rules, rls_problems
 from gateway.rules.grants import PrivilegeProblem, check_target
 from gateway.rules.loading import RuleProblem
+from gateway.serving import deadline as request_deadline
 
 app = typer.Typer(**CLI_STYLE, help="Check the DBA rule files (rules/<database>.yaml) against the live schema and the "
                   "gateway's Postgres privileges; print the grants that match them.",
@@ -41,7 +41,7 @@ def check_command(
     Prints one `file:line: message` (or `database ...: role ...`) per problem. Exit status: 0 clean
     (warnings allowed), 1 errors, 2 usage error or a database that could not be read.
     """
-    from gateway.cli import _settings  # the one place that turns --config into Settings
+    from gateway.cli.load import settings_from as _settings  # the one place that turns --config into Settings
 
     settings = _settings(config)
     names = sorted(settings.databases)
@@ -150,7 +150,7 @@ def grants_command(
     changing hidden columns. Exit status: 0 done, 1 rule files with errors, a failed --apply, a role that
     can still read hidden columns after it, or a superuser or BYPASSRLS role; 2 usage error.
     """
-    from gateway.cli import _settings  # the one place that turns --config into Settings
+    from gateway.cli.load import settings_from as _settings  # the one place that turns --config into Settings
     from gateway.execute.privileges import admin_exposure, login_role, run_admin_script
     from gateway.rules.grants import GrantPlan, dedicated_role_fix, plan_grants, still_exposed
 

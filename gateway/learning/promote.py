@@ -17,15 +17,15 @@ from typing import Any
 from pglast import parser as pg
 
 from gateway import errors, safety
-from gateway.client_sql import check_sql
+from gateway.learning.templates import NAME, DefinitionError, Parameter, Template, check_questions, param_type
 from gateway.pipeline.question import Question
 from gateway.pipeline.trusted import Domain, domain, forget
+from gateway.sql.client import check_sql
 from gateway.state import GatewayState
 from gateway.store import Store
 from gateway.store import examples as stored_examples
 from gateway.store import templates as stored
 from gateway.store.pool import store_faults
-from gateway.templates import NAME, DefinitionError, Parameter, Template, check_questions, param_type
 
 
 def parameter_numbers(sql: str) -> list[int]:
