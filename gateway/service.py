@@ -26,6 +26,7 @@ import functools
 import gc
 import secrets
 import time
+import typing
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
@@ -71,6 +72,17 @@ from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 from gateway.store.pool import store_faults
 from gateway.store.regressions import StoredReport
 from gateway.templates import match_question
+
+if typing.TYPE_CHECKING:  # for the CLI and eval block at the end of Gateway
+    from collections.abc import Callable
+
+    from gateway.context.model import Guideline
+    from gateway.eval.replay import RegressionReport, Variant
+    from gateway.eval.verified import VerifiedItem
+    from gateway.execute import QueryResult
+    from gateway.execute.introspect import Schema
+    from gateway.llm import LLMClient
+    from gateway.settings import AskPolicy
 
 __all__ = ["Gateway"]
 
@@ -833,6 +845,106 @@ class Gateway:
         await hand_over(state.corrections, corrections_of(answer, q))
         return answer
 
+    # --- the CLI and eval (gateway.cli, gateway.eval): trials, reference SQL, probes, the catalog ----------
+
+    async def trial(self, database: str, question: str, *, evidence: str | None = None,
+                    ask_policy: AskPolicy | None = None, guideline: Guideline | None = None,
+                    llm: Callable[[LLMClient], LLMClient] | None = None) -> Answer:
+        """Answer ``question`` on ``database`` as :meth:`ask` does, under a trial configuration, for ``eval run``:
+        as trusted in-process code, with the database's ``limits.max_rows``, in no conversation, with nothing
+        audited and no correction handed over (measuring must not teach the gateway or charge a budget).
+
+        ``ask_policy``: the database's ask policy for this question (when to reflect, candidates ...);
+        ``guideline``: the guideline every prompt reads instead of the one in force; ``llm``: wraps the LLM
+        client for this question (eval's ``gold_first`` answers the generation call with the gold SQL). The
+        trial shares every resource (pools, LLM client, caches) with the serving configuration, so trials of
+        different configurations run side by side in one process. Raises ``unknown_database``.
+        """
+        from dataclasses import replace
+
+        state = self.state
+        target = state.target(database)
+        view = state
+        if ask_policy is not None:
+            settings = target.settings.model_copy(update={"ask": ask_policy})
+            view = replace(view, targets=Targets(by_name={**state.targets.by_name,
+                                                          database: replace(target, settings=settings)}))
+        if guideline is not None:
+            view = replace(view, guidelines=_FixedGuideline(guideline))
+        if llm is not None and view.llm is not None:
+            view = replace(view, llm=llm(view.llm))
+        return await ask(view, Question(database, question, evidence, target.settings.limits.max_rows))
+
+    async def reference_query(self, database: str, sql: str) -> QueryResult:
+        """Run trusted ``sql`` (eval's gold SQL, never a client's) on ``database`` through the guarded path
+        (read-only transaction, statement timeout, ``limits.max_rows``) but without the safety check or a
+        principal: in-process callers only, no adapter exposes it. Raises ``unknown_database``, the query's
+        own errors and ``database_unavailable``."""
+        from gateway.execute import run_query
+
+        target = self.state.target(database)
+        return await run_query(target, sql, max_rows=target.settings.limits.max_rows)
+
+    async def ping(self, database: str, *, timeout: float = 5.0) -> str:
+        """``"ok"`` when ``database`` answers within ``timeout`` seconds, else why not (a preflight's check).
+        Raises ``unknown_database``."""
+        return await self.state.target(database).ping(timeout=timeout)
+
+    async def llm_problem(self, *, probe: bool = True) -> str | None:
+        """Why questions cannot reach the LLM (no endpoint configured, or, with ``probe``, the endpoint does
+        not answer a cheap request), or None."""
+        llm = self.state.llm
+        if llm is None:
+            return ("no LLM endpoint configured: set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (any "
+                    "OpenAI-compatible server) and NL2SQL_LLM__MODEL")
+        return await llm.unreachable() if probe else None
+
+    async def add_dba_correction(self, database: str, question: str, *, incorrect_sql: str, corrected_sql: str,
+                                 evidence: str = "", request_id: str | None = None) -> int:
+        """Store a DBA's correction (a wrong SQL and the right one, verified and reviewed: ``eval
+        --collect-corrections`` stores each wrong answer with its gold SQL); returns its id. Raises
+        ``store_not_configured`` without a store."""
+        from gateway.store import corrections
+
+        return await corrections.add(store_of(self.state.store).pool, database=database, question=question,
+                                     evidence=evidence, incorrect_sql=incorrect_sql, corrected_sql=corrected_sql,
+                                     source="dba", verified=True, request_id=request_id)
+
+    async def verified_items(self, databases: Sequence[str], *, limit: int) -> list[VerifiedItem]:
+        """The verified set of ``databases`` (approved examples and templates, see :mod:`gateway.eval.verified`),
+        at most ``limit``: what ``eval replay`` replays. Raises ``store_not_configured`` without a store."""
+        from gateway.eval.verified import load_verified
+
+        return await load_verified(store_of(self.state.store).pool, databases, limit=limit)
+
+    async def replay_verified(self, items: Sequence[VerifiedItem], after: Variant, *,
+                              concurrency: int = 2) -> RegressionReport:
+        """Replay ``items`` under the configuration in force and under ``after`` (a guideline, model or rules
+        change, see :mod:`gateway.eval.replay`), as trials: nothing audited, no correction, no answer ratios."""
+        from gateway.eval.replay import IN_FORCE, replay
+
+        return await replay(self.state, items, IN_FORCE, after, concurrency=concurrency)
+
+    async def record_regression_report(self, report: dict[str, Any], *, subject: str, actor: str,
+                                       guideline_version: int | None = None, database: str | None = None) -> int:
+        """Keep a replay's report (console: Guideline, Regressions); passed when nothing regressed. Returns
+        its id; ``store_not_configured`` without a store."""
+        return await regressions.add(store_of(self.state.store).pool, report=report, subject=subject, actor=actor,
+                                     passed=not report["regressions"], guideline_version=guideline_version,
+                                     database=database)
+
+    @classmethod
+    async def read_catalog(cls, settings: Settings, database: str, *, everything: bool = False) -> Schema:
+        """The live schema of one configured database, with only that database's pool opened (no store, LLM
+        or rules): what ``init`` writes its starter rules from and ``semantic check`` checks a model against.
+        ``everything``: also what the rules hide (a DBA tool's view, never a client's)."""
+        only = settings.model_copy(update={"databases": {database: settings.databases[database]}})
+        targets = await Targets.open(only)
+        try:
+            return await introspect(targets.by_name[database], everything=everything)
+        finally:
+            await targets.close()
+
 
 async def _load_relations(state: GatewayState) -> None:
     """Load the relations of databases with row filters, so that ``check`` can judge before any query ran;
@@ -872,3 +984,13 @@ def _changed(state: GatewayState, kind: str, detail: str) -> None:
         if invalidate is not None:
             invalidate()
     log.info("store_change_applied", kind=kind, detail=detail or "all")
+
+
+class _FixedGuideline:
+    """A guideline source that always answers one guideline (a :meth:`Gateway.trial`'s)."""
+
+    def __init__(self, guideline: Guideline) -> None:
+        self.guideline = guideline
+
+    async def active(self, database: str) -> Guideline:
+        return self.guideline

@@ -18,14 +18,11 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.settings import Settings
+from gateway.cli_config import load
 
 app = typer.Typer(name="templates", help="Trusted answers: DBA templates (parameterized SQL with example "
                   "questions) that answer matching questions without the LLM; suggestions from the log.",
                   no_args_is_help=True)
-
-# Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]

@@ -18,6 +18,7 @@ import typer
 from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.auth.keys import ALL_DATABASES, Role, new_token
+from gateway.cli_config import load
 from gateway.cli_style import CLI_STYLE
 from gateway.settings import Settings
 
@@ -29,12 +30,6 @@ T = TypeVar("T")
 app = typer.Typer(**CLI_STYLE, name="keys", help="Create, list and revoke the API keys clients send as bearer tokens.",
                   no_args_is_help=True)
 
-# Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
-def _default_load(config: Path | None) -> Settings:
-    return Settings()
-
-
-load: Callable[[Path | None], Settings] = _default_load
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]

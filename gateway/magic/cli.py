@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -20,6 +20,7 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import errors
+from gateway.cli_config import load
 from gateway.cli_style import CLI_STYLE
 from gateway.settings import Settings
 
@@ -34,8 +35,6 @@ app = typer.Typer(**CLI_STYLE, name="guideline", help="List, show, diff, regener
                   "shipped default and export the self-correction guideline versions kept in the store, per "
                   "database (--database) or global.", no_args_is_help=True)
 
-# Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from gateway import deadline as request_deadline
+from gateway.cli_config import load
 from gateway.cli_style import CLI_STYLE
 from gateway.errors import GatewayError
 from gateway.rules.check import check_rules, rls_problems
@@ -41,9 +42,7 @@ def check_command(
     Prints one `file:line: message` (or `database ...: role ...`) per problem. Exit status: 0 clean
     (warnings allowed), 1 errors, 2 usage error or a database that could not be read.
     """
-    from gateway.cli import _settings  # the one place that turns --config into Settings
-
-    settings = _settings(config)
+    settings = load(config)
     names = sorted(settings.databases)
     if database is not None:
         if database not in settings.databases:
@@ -150,11 +149,10 @@ def grants_command(
     changing hidden columns. Exit status: 0 done, 1 rule files with errors, a failed --apply, a role that
     can still read hidden columns after it, or a superuser or BYPASSRLS role; 2 usage error.
     """
-    from gateway.cli import _settings  # the one place that turns --config into Settings
     from gateway.execute.privileges import admin_exposure, login_role, run_admin_script
     from gateway.rules.grants import GrantPlan, dedicated_role_fix, plan_grants, still_exposed
 
-    settings = _settings(config)
+    settings = load(config)
     db = settings.databases.get(database)
     if db is None:
         typer.echo(f"unknown database {database!r}; configured: {', '.join(sorted(settings.databases)) or 'none'}",

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from gateway.cli_config import DEMO_DATABASE, load
 from gateway.semantic.loading import SemanticProblem, broken_entries, load_model, model_files
 from gateway.semantic.show import dump
 
@@ -27,9 +28,8 @@ def _folder(config: Path | None, semantic_dir: Path | None, database: str) -> Pa
     if semantic_dir is not None:
         return semantic_dir
     from gateway.assets import shipped_dir
-    from gateway.cli import DEMO_DATABASE, _settings  # the one place that turns --config into Settings
 
-    folder = _settings(config).semantic_dir or Path("semantic")
+    folder = load(config).semantic_dir or Path("semantic")
     if database == DEMO_DATABASE and not model_files(folder, database):
         return shipped_dir("semantic")
     return folder
@@ -75,13 +75,12 @@ def _against_the_schema(config: Path | None, database: str, model: object, line:
     import asyncio
 
     from gateway import errors
-    from gateway.cli import _settings
     from gateway.execute import Targets
     from gateway.execute.introspect import introspect
     from gateway.semantic.check import schema_problems
     from gateway.semantic.model import SemanticModel
 
-    settings = _settings(config)
+    settings = load(config)
     if database not in settings.databases:
         return []
     assert isinstance(model, SemanticModel)

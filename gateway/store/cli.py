@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -11,10 +10,7 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.settings import Settings
-
-# Set by gateway.cli: how to load the settings.
-load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
+from gateway.cli_config import load
 
 
 def migrate(

@@ -17,8 +17,8 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import errors
+from gateway.cli_config import load
 from gateway.cli_style import CLI_STYLE
-from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from gateway.store.examples import StoredExample
@@ -26,9 +26,6 @@ if TYPE_CHECKING:
 app = typer.Typer(**CLI_STYLE, name="examples",
                   help="Review the question/SQL examples clients propose through feedback: only approved ones "
                        "are used as few-shot examples and exact answers.", no_args_is_help=True)
-
-# Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]
