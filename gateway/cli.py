@@ -357,19 +357,11 @@ def init(
 
 def _introspect_one(settings: Settings, name: str) -> Any:
     from gateway import errors
-    from gateway.execute import Targets
-    from gateway.execute.introspect import introspect
-
-    async def run() -> Any:
-        targets = await Targets.open(settings)
-        try:
-            return await introspect(targets.by_name[name])
-        finally:
-            await targets.close()
+    from gateway.service import Gateway
 
     try:
         return asyncio.run(request_deadline.operation(
-                settings.server.operation_timeout_s, run(), "reading the schema"))
+                settings.server.operation_timeout_s, Gateway.read_catalog(settings, name), "reading the schema"))
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc

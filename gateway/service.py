@@ -28,7 +28,7 @@ import secrets
 import time
 import typing
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -75,14 +75,21 @@ from gateway.templates import match_question
 
 if typing.TYPE_CHECKING:  # for the CLI and eval block at the end of Gateway
     from collections.abc import Callable
+    from typing import Literal
 
     from gateway.context.model import Guideline
     from gateway.eval.replay import RegressionReport, Variant
     from gateway.eval.verified import VerifiedItem
     from gateway.execute import QueryResult
     from gateway.execute.introspect import Schema
+    from gateway.execute.privileges import Column, Exposure
     from gateway.llm import LLMClient
-    from gateway.settings import AskPolicy
+    from gateway.pipeline.respond import Attempt as Attempt  # re-exported: an answer's attempts, for eval
+    from gateway.rules.grants import PrivilegeProblem
+    from gateway.rules.loading import RuleProblem
+    from gateway.settings import AskPolicy, DatabaseSettings
+    from gateway.store.api_keys import StoredKey
+    from gateway.store.examples import ExampleStatus, StoredExample
 
 __all__ = ["Gateway"]
 
@@ -932,6 +939,143 @@ class Gateway:
         return await regressions.add(store_of(self.state.store).pool, report=report, subject=subject, actor=actor,
                                      passed=not report["regressions"], guideline_version=guideline_version,
                                      database=database)
+
+    @staticmethod
+    async def probe_database(database: DatabaseSettings, name: str, where: str) -> str | None:
+        """Connect once to ``database``, opening nothing else: None when it answers, else why not, naming
+        ``where`` it was configured (``serve --dsn`` stops on a wrong DSN rather than starting to retry)."""
+        from gateway.execute.pool import probe
+
+        return await probe(database, name, where)
+
+    async def regenerate_by(self, trigger: str, *, activate: bool | None = None,
+                            database: str | None = None) -> RunReport:
+        """:meth:`regenerate`, with the run recorded as started by ``trigger`` (``cli`` for ``guideline
+        regenerate``)."""
+        return await lifecycle.run_regeneration(self.state, store_of(self.state.store), activate=activate,
+                                                trigger=trigger, database=database)
+
+    # Administration that needs only the store (``keys``, ``examples``): a store-only Gateway, opened without
+    # target pools, LLM client or scheduler, so that it works while the databases or the LLM are down.
+
+    @classmethod
+    @asynccontextmanager
+    async def store_only(cls, settings: Settings) -> AsyncIterator[Gateway]:
+        """A Gateway with only the feedback store open (migrated first when ``store.migrate_on_start``), for
+        the administrative operations below; ``store_not_configured`` without ``store.dsn``."""
+        from gateway.store import Store
+
+        store = await Store.open(settings.store, apply_migrations=settings.store.migrate_on_start)
+        gateway = cls(settings)
+        gateway._state = GatewayState(settings=settings, targets=Targets(), store=store)
+        try:
+            yield gateway
+        finally:
+            gateway._state = None
+            await store.close()
+
+    async def create_key(self, name: str, role: Role, databases: Sequence[str],
+                         pg_role: str | None = None) -> tuple[StoredKey, str]:
+        """Create an API key; returns it as stored and its token, which is shown this once (the store keeps a
+        hash of its secret). Raises ``ValueError`` (:class:`gateway.store.api_keys.DuplicateKeyName`) when an
+        active key has this name."""
+        from gateway.auth.keys import new_token
+        from gateway.store import api_keys
+
+        token = new_token()
+        key = await api_keys.create(store_of(self.state.store).pool, key_id=token.key_id, name=name,
+                                    role=role.value, databases=list(databases), pg_role=pg_role,
+                                    secret_sha256=token.secret_sha256)
+        return key, token.token
+
+    async def api_keys(self, *, include_revoked: bool = True) -> list[StoredKey]:
+        """Every key (never a secret), oldest first."""
+        from gateway.store import api_keys
+
+        return await api_keys.list_all(store_of(self.state.store).pool, include_revoked=include_revoked)
+
+    async def revoke_key(self, key_id: str) -> StoredKey | None:
+        """Revoke an active key (gateways refuse it within ``auth.cache_ttl_s``); None when no active key has
+        this id."""
+        from gateway.store import api_keys
+
+        return await api_keys.revoke(store_of(self.state.store).pool, key_id)
+
+    async def examples_by_status(self, status: ExampleStatus | None = None, database: str | None = None, *,
+                                 limit: int = 100) -> list[StoredExample]:
+        """Examples in one status (all when None), oldest first: the review queue reads top to bottom."""
+        from gateway.store import examples
+
+        return await examples.list_by_status(store_of(self.state.store).pool, status, database, limit=limit)
+
+    async def review_example(self, example_id: int, decision: Literal["approved", "rejected"], *, reviewer: str,
+                             note: str | None = None) -> StoredExample:
+        """Approve or reject one example as ``reviewer`` (trusted in-process code: any database); returns it as
+        stored. ``unknown_example``, ``example_already_reviewed``."""
+        from gateway.review import decide
+
+        return await decide(store_of(self.state.store), example_id, decision, reviewer=reviewer, note=note,
+                            may_use=lambda _: True)
+
+    @staticmethod
+    def statement_key(sql: str) -> str:
+        """The key under which the gateway takes two statements for the same one (case, spacing and comments
+        aside; literals exact): eval counts distinct attempts and stores one correction per wrong SQL by it."""
+        from gateway.pipeline.generate import normalize_sql
+
+        return normalize_sql(sql)
+
+    # DBA tools (``rules check``, ``rules grants``): the whole catalog and the roles' privileges, which no
+    # client of a running gateway sees; each opens only what it reads, for as long as it reads.
+
+    @classmethod
+    async def inspect_rules(cls, settings: Settings, database: str, folder: Path,
+                            roles: Sequence[str | None]) -> tuple[Schema, list[PrivilegeProblem], list[RuleProblem]]:
+        """What ``rules check`` compares ``folder``'s rule files of ``database`` with: its whole live schema,
+        what each of ``roles`` (None: the login role) may read or do beyond the rules (unless the database's
+        ``privilege_check`` is off), and row filters without row level security behind them. Raises the
+        database's error (``database_unavailable`` ...)."""
+        from gateway.execute.rls import table_rls
+        from gateway.rules.check import rls_problems
+        from gateway.rules.grants import check_target
+        from gateway.rules.loading import load_ruleset, rule_files
+
+        only = settings.model_copy(update={"databases": {database: settings.databases[database]}})
+        targets = await Targets.open(only)
+        try:
+            target = targets.by_name[database]
+            schema = await introspect(target, everything=True)
+            rules, _ = load_ruleset(database, rule_files(folder, database))
+            checked = target.settings.privilege_check != "off"
+            privileges = await check_target(target, rules, list(roles)) if checked else []
+            rls: list[RuleProblem] = []
+            for role in roles:
+                facts = await table_rls(target, sorted(rules.row_filters), role)
+                rls += rls_problems(rules.row_filters, facts, role)
+            return schema, privileges, rls
+        finally:
+            await targets.close()
+
+    @staticmethod
+    async def login_role(dsn: str, password: str | None = None) -> str:
+        """The role ``dsn`` logs in as (``rules grants``' grantee when no --role is given)."""
+        from gateway.execute.privileges import login_role
+
+        return await login_role(dsn, password)
+
+    @staticmethod
+    async def run_admin_script(admin_dsn: str, sql: str) -> None:
+        """Run a generated grants script as the admin role of ``admin_dsn`` (``rules grants --apply``)."""
+        from gateway.execute.privileges import run_admin_script
+
+        await run_admin_script(admin_dsn, sql)
+
+    @staticmethod
+    async def admin_exposure(admin_dsn: str, role: str, columns: list[Column]) -> Exposure:
+        """Which of ``columns`` ``role`` can still read, and from where (checked after ``--apply``)."""
+        from gateway.execute.privileges import admin_exposure
+
+        return await admin_exposure(admin_dsn, role, columns)
 
     @classmethod
     async def read_catalog(cls, settings: Settings, database: str, *, everything: bool = False) -> Schema:

@@ -17,7 +17,6 @@ from typing import Any
 
 from gateway.eval.questions import Question
 from gateway.eval.runfolder import RunFolder
-from gateway.pipeline.generate import normalize_sql
 from gateway.service import Gateway
 
 __all__ = ["CollectSummary", "collect_corrections", "incorrect_sql_of"]
@@ -59,7 +58,7 @@ async def collect_corrections(gateway: Gateway, folder: RunFolder, questions: It
         if sql is None:
             summary.without_sql += 1
             continue
-        key = (record["id"], normalize_sql(sql))
+        key = (record["id"], Gateway.statement_key(sql))
         if key in seen:
             summary.duplicates += 1
             continue

@@ -29,7 +29,7 @@ from gateway.service import Gateway
 from gateway.settings import Settings
 
 if TYPE_CHECKING:  # the type of Gateway.trial's result
-    from gateway.pipeline.respond import Answer
+    from gateway.service import Answer
 
 __all__ = ["NO_GUIDELINE", "EvalSetupError", "GoldFirst", "answer", "open_gateway", "preflight", "resolve_guideline"]
 

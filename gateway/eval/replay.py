@@ -33,7 +33,7 @@ from gateway.context.sources import ExamplesSource, GuidelineSource
 from gateway.corrections import MemoryCorrections
 from gateway.equivalence import gold_is_ordered, normalize_cell, order_key_columns
 from gateway.eval.reasons import why_wrong
-from gateway.eval.report import percentile
+from gateway.eval.stats import percentile
 from gateway.eval.suspect import limit_of, policy_refuses, suspect_reason, widened
 from gateway.eval.verified import VerifiedItem
 from gateway.execute import run_query

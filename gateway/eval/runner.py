@@ -29,7 +29,7 @@ from gateway.eval.score import WRONG, Gold, Verdict, run_gold, score
 from gateway.service import Gateway
 
 if TYPE_CHECKING:  # the types of Gateway.trial's result
-    from gateway.pipeline.respond import Answer, Attempt
+    from gateway.service import Answer, Attempt
 
 __all__ = ["AnswerFn", "EvalStopped", "RunSummary", "is_transient", "run_eval"]
 

@@ -25,7 +25,7 @@ from gateway.cli_style import CLI_STYLE
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from gateway.service import Gateway
     from gateway.store import Store
     from gateway.store.guidelines import GuidelineVersion
 
@@ -52,15 +52,15 @@ async def _store(settings: Settings) -> AsyncIterator[Store]:
 
 
 @asynccontextmanager
-async def _gateway(settings: Settings) -> AsyncIterator[tuple[GatewayState, Store]]:
+async def _gateway(settings: Settings) -> AsyncIterator[Gateway]:
+    """A whole gateway (regenerating and activating ask the LLM), without MAGIC's scheduler."""
     from gateway.service import Gateway
 
+    if not settings.store.dsn:
+        raise errors.StoreNotConfigured("store.dsn is not set")
     quiet = settings.model_copy(update={"magic": settings.magic.model_copy(update={"schedule": False})})
     async with Gateway(quiet) as gateway:
-        state = gateway.state
-        if state.store is None:
-            raise errors.StoreNotConfigured("store.dsn is not set")
-        yield state, state.store
+        yield gateway
 
 
 def _run(work: Awaitable[T], settings: Settings | None = None) -> T:
@@ -238,12 +238,10 @@ def regenerate(
     config: ConfigOption = None,
 ) -> None:
     """Run MAGIC on the pending corrections now and print the run report as JSON."""
-    from gateway.magic import lifecycle
 
     async def work() -> None:
-        async with _gateway(load(config)) as (state, store):
-            report = await lifecycle.run_regeneration(state, store, activate=activate, trigger="cli",
-                                                      database=database)
+        async with _gateway(load(config)) as gateway:
+            report = await gateway.regenerate_by("cli", activate=activate, database=database)
             typer.echo(json.dumps(report.as_dict(), indent=2, default=str))
     _run(work())
 
@@ -256,11 +254,10 @@ def activate(
     config: ConfigOption = None,
 ) -> None:
     """Activate a version; a candidate must pass the activation gate unless --force."""
-    from gateway.magic import lifecycle
 
     async def work() -> None:
-        async with _gateway(load(config)) as (state, store):
-            v = await lifecycle.activate(state, store, int(version.lstrip("v")), force=force, actor="cli")
+        async with _gateway(load(config)) as gateway:
+            v = await gateway.activate(int(version.lstrip("v")), force=force, actor="cli")
             typer.echo(f"v{v.version} is active for {_scope_label(v.database)}")
     _run(work())
 

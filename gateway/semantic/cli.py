@@ -75,26 +75,16 @@ def _against_the_schema(config: Path | None, database: str, model: object, line:
     import asyncio
 
     from gateway import errors
-    from gateway.execute import Targets
-    from gateway.execute.introspect import introspect
     from gateway.semantic.check import schema_problems
     from gateway.semantic.model import SemanticModel
+    from gateway.service import Gateway
 
     settings = load(config)
     if database not in settings.databases:
         return []
     assert isinstance(model, SemanticModel)
-
-    async def read() -> object:
-        subset = settings.model_copy(update={"databases": {database: settings.databases[database]}})
-        targets = await Targets.open(subset)
-        try:
-            return await introspect(targets.by_name[database], everything=True)
-        finally:
-            await targets.close()
-
     try:
-        schema = asyncio.run(read())
+        schema = asyncio.run(Gateway.read_catalog(settings, database, everything=True))
     except errors.GatewayError as exc:
         typer.echo(f"database {database!r}: {exc.code}: {exc.detail}", err=True)
         raise typer.Exit(2) from exc
