@@ -1017,6 +1017,39 @@ class Gateway:
         return await decide(store_of(self.state.store), example_id, decision, reviewer=reviewer, note=note,
                             may_use=lambda _: True)
 
+    # The guideline versions as the store holds them, for ``guideline list|show|diff|rollback|reset|export`` on
+    # a store-only Gateway: the scope (``database``; None: global) is taken as given, the caller checked it.
+
+    async def stored_guideline_in_force(self, database: str | None = None) -> GuidelineVersion | None:
+        """The stored version ``database`` uses (its own active one, else the global one), or globally the
+        active global one; None when the shipped file is in force."""
+        pool = store_of(self.state.store).pool
+        return await guidelines.in_force(pool, database) if database is not None else await guidelines.active(pool)
+
+    async def guideline_in_force_of(self, database: str | None = None) -> lifecycle.InForce:
+        """:meth:`guideline_in_force` from the store and the shipped files, without a target database."""
+        from gateway.context.sources import FileGuidelineSource
+
+        return await lifecycle.in_force_from(store_of(self.state.store), database,
+                                             FileGuidelineSource(self.settings.guidelines_dir))
+
+    async def previous_guideline(self, database: str | None = None) -> GuidelineVersion | None:
+        """The scope's version that was active before the current one (a rollback's target), or None."""
+        return await guidelines.previous_active(store_of(self.state.store).pool, database)
+
+    async def retire_guideline(self, database: str | None = None, *, actor: str) -> GuidelineVersion | None:
+        """Retire the scope's active version (a ``reset`` event): what lies beneath is in force again.
+        Returns the version retired, None when none was active."""
+        return await guidelines.reset(store_of(self.state.store).pool, database, actor=actor)
+
+    async def rollback_stored(self, version: int | None, *, database: str | None, actor: str) -> GuidelineVersion:
+        """:meth:`rollback` with only the store open (the scope is not checked against the target databases)."""
+        return await lifecycle.rollback_in_store(store_of(self.state.store), version, database=database, actor=actor)
+
+    async def export_guidelines(self, directory: Path) -> list[Path]:
+        """Write every version to ``directory``/magic-vNNNN.md (for review in git); returns the files."""
+        return await lifecycle.export(store_of(self.state.store), directory)
+
     @staticmethod
     def statement_key(sql: str) -> str:
         """The key under which the gateway takes two statements for the same one (case, spacing and comments
