@@ -26,8 +26,9 @@ import functools
 import gc
 import secrets
 import time
+import typing
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -73,6 +74,24 @@ from gateway.store.changes import ChangeFeed
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 from gateway.store.pool import store_faults
 from gateway.store.regressions import StoredReport
+
+if typing.TYPE_CHECKING:  # for the CLI and eval block at the end of Gateway
+    from collections.abc import Callable
+    from typing import Literal
+
+    from gateway.context.model import Guideline
+    from gateway.eval.replay import RegressionReport, Variant
+    from gateway.eval.verified import VerifiedItem
+    from gateway.execute import QueryResult
+    from gateway.execute.introspect import Schema
+    from gateway.execute.privileges import Column, Exposure
+    from gateway.llm.client import LLMClient
+    from gateway.pipeline.respond import Attempt as Attempt  # re-exported: an answer's attempts, for eval
+    from gateway.rules.grants import PrivilegeProblem
+    from gateway.rules.loading import RuleProblem
+    from gateway.settings import AskPolicy, DatabaseSettings
+    from gateway.store.api_keys import StoredKey
+    from gateway.store.examples import ExampleStatus, StoredExample
 
 __all__ = ["Gateway"]
 
@@ -835,6 +854,276 @@ class Gateway:
         await hand_over(state.corrections, corrections_of(answer, q))
         return answer
 
+    # --- the CLI and eval (gateway.cli.main, gateway.eval): trials, reference SQL, probes, the catalog ----------
+
+    async def trial(self, database: str, question: str, *, evidence: str | None = None,
+                    ask_policy: AskPolicy | None = None, guideline: Guideline | None = None,
+                    llm: Callable[[LLMClient], LLMClient] | None = None) -> Answer:
+        """Answer ``question`` on ``database`` as :meth:`ask` does, under a trial configuration, for ``eval run``:
+        as trusted in-process code, with the database's ``limits.max_rows``, in no conversation, with nothing
+        audited and no correction handed over (measuring must not teach the gateway or charge a budget).
+
+        ``ask_policy``: the database's ask policy for this question (when to reflect, candidates ...);
+        ``guideline``: the guideline every prompt reads instead of the one in force; ``llm``: wraps the LLM
+        client for this question (eval's ``gold_first`` answers the generation call with the gold SQL). The
+        trial shares every resource (pools, LLM client, caches) with the serving configuration, so trials of
+        different configurations run side by side in one process. Raises ``unknown_database``.
+        """
+        from dataclasses import replace
+
+        state = self.state
+        target = state.target(database)
+        view = state
+        if ask_policy is not None:
+            settings = target.settings.model_copy(update={"ask": ask_policy})
+            view = replace(view, targets=Targets(by_name={**state.targets.by_name,
+                                                          database: replace(target, settings=settings)}))
+        if guideline is not None:
+            view = replace(view, guidelines=_FixedGuideline(guideline))
+        if llm is not None and view.llm is not None:
+            view = replace(view, llm=llm(view.llm))
+        return await ask(view, Question(database, question, evidence, target.settings.limits.max_rows))
+
+    async def reference_query(self, database: str, sql: str) -> QueryResult:
+        """Run trusted ``sql`` (eval's gold SQL, never a client's) on ``database`` through the guarded path
+        (read-only transaction, statement timeout, ``limits.max_rows``) but without the safety check or a
+        principal: in-process callers only, no adapter exposes it. Raises ``unknown_database``, the query's
+        own errors and ``database_unavailable``."""
+        from gateway.execute import run_query
+
+        target = self.state.target(database)
+        return await run_query(target, sql, max_rows=target.settings.limits.max_rows)
+
+    async def ping(self, database: str, *, timeout: float = 5.0) -> str:
+        """``"ok"`` when ``database`` answers within ``timeout`` seconds, else why not (a preflight's check).
+        Raises ``unknown_database``."""
+        return await self.state.target(database).ping(timeout=timeout)
+
+    async def llm_problem(self, *, probe: bool = True) -> str | None:
+        """Why questions cannot reach the LLM (no endpoint configured, or, with ``probe``, the endpoint does
+        not answer a cheap request), or None."""
+        llm = self.state.llm
+        if llm is None:
+            return ("no LLM endpoint configured: set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (any "
+                    "OpenAI-compatible server) and NL2SQL_LLM__MODEL")
+        return await llm.unreachable() if probe else None
+
+    async def add_dba_correction(self, database: str, question: str, *, incorrect_sql: str, corrected_sql: str,
+                                 evidence: str = "", request_id: str | None = None) -> int:
+        """Store a DBA's correction (a wrong SQL and the right one, verified and reviewed: ``eval
+        --collect-corrections`` stores each wrong answer with its gold SQL); returns its id. Raises
+        ``store_not_configured`` without a store."""
+        from gateway.store import corrections
+
+        return await corrections.add(store_of(self.state.store).pool, database=database, question=question,
+                                     evidence=evidence, incorrect_sql=incorrect_sql, corrected_sql=corrected_sql,
+                                     source="dba", verified=True, request_id=request_id)
+
+    async def verified_items(self, databases: Sequence[str], *, limit: int) -> list[VerifiedItem]:
+        """The verified set of ``databases`` (approved examples and templates, see :mod:`gateway.eval.verified`),
+        at most ``limit``: what ``eval replay`` replays. Raises ``store_not_configured`` without a store."""
+        from gateway.eval.verified import load_verified
+
+        return await load_verified(store_of(self.state.store).pool, databases, limit=limit)
+
+    async def replay_verified(self, items: Sequence[VerifiedItem], after: Variant, *,
+                              concurrency: int = 2) -> RegressionReport:
+        """Replay ``items`` under the configuration in force and under ``after`` (a guideline, model or rules
+        change, see :mod:`gateway.eval.replay`), as trials: nothing audited, no correction, no answer ratios."""
+        from gateway.eval.replay import IN_FORCE, replay
+
+        return await replay(self.state, items, IN_FORCE, after, concurrency=concurrency)
+
+    async def record_regression_report(self, report: dict[str, Any], *, subject: str, actor: str,
+                                       guideline_version: int | None = None, database: str | None = None) -> int:
+        """Keep a replay's report (console: Guideline, Regressions); passed when nothing regressed. Returns
+        its id; ``store_not_configured`` without a store."""
+        return await regressions.add(store_of(self.state.store).pool, report=report, subject=subject, actor=actor,
+                                     passed=not report["regressions"], guideline_version=guideline_version,
+                                     database=database)
+
+    @staticmethod
+    async def probe_database(database: DatabaseSettings, name: str, where: str) -> str | None:
+        """Connect once to ``database``, opening nothing else: None when it answers, else why not, naming
+        ``where`` it was configured (``serve --dsn`` stops on a wrong DSN rather than starting to retry)."""
+        from gateway.execute.pool import probe
+
+        return await probe(database, name, where)
+
+    async def regenerate_by(self, trigger: str, *, activate: bool | None = None,
+                            database: str | None = None) -> RunReport:
+        """:meth:`regenerate`, with the run recorded as started by ``trigger`` (``cli`` for ``guideline
+        regenerate``)."""
+        return await lifecycle.run_regeneration(self.state, store_of(self.state.store), activate=activate,
+                                                trigger=trigger, database=database)
+
+    # Administration that needs only the store (``keys``, ``examples``): a store-only Gateway, opened without
+    # target pools, LLM client or scheduler, so that it works while the databases or the LLM are down.
+
+    @classmethod
+    @asynccontextmanager
+    async def store_only(cls, settings: Settings) -> AsyncIterator[Gateway]:
+        """A Gateway with only the feedback store open (migrated first when ``store.migrate_on_start``), for
+        the administrative operations below; ``store_not_configured`` without ``store.dsn``."""
+        from gateway.store import Store
+
+        store = await Store.open(settings.store, apply_migrations=settings.store.migrate_on_start)
+        gateway = cls(settings)
+        gateway._state = GatewayState(settings=settings, targets=Targets(), store=store)
+        try:
+            yield gateway
+        finally:
+            gateway._state = None
+            await store.close()
+
+    async def create_key(self, name: str, role: Role, databases: Sequence[str],
+                         pg_role: str | None = None) -> tuple[StoredKey, str]:
+        """Create an API key; returns it as stored and its token, which is shown this once (the store keeps a
+        hash of its secret). Raises ``ValueError`` (:class:`gateway.store.api_keys.DuplicateKeyName`) when an
+        active key has this name."""
+        from gateway.auth.keys import new_token
+        from gateway.store import api_keys
+
+        token = new_token()
+        key = await api_keys.create(store_of(self.state.store).pool, key_id=token.key_id, name=name,
+                                    role=role.value, databases=list(databases), pg_role=pg_role,
+                                    secret_sha256=token.secret_sha256)
+        return key, token.token
+
+    async def api_keys(self, *, include_revoked: bool = True) -> list[StoredKey]:
+        """Every key (never a secret), oldest first."""
+        from gateway.store import api_keys
+
+        return await api_keys.list_all(store_of(self.state.store).pool, include_revoked=include_revoked)
+
+    async def revoke_key(self, key_id: str) -> StoredKey | None:
+        """Revoke an active key (gateways refuse it within ``auth.cache_ttl_s``); None when no active key has
+        this id."""
+        from gateway.store import api_keys
+
+        return await api_keys.revoke(store_of(self.state.store).pool, key_id)
+
+    async def examples_by_status(self, status: ExampleStatus | None = None, database: str | None = None, *,
+                                 limit: int = 100) -> list[StoredExample]:
+        """Examples in one status (all when None), oldest first: the review queue reads top to bottom."""
+        from gateway.store import examples
+
+        return await examples.list_by_status(store_of(self.state.store).pool, status, database, limit=limit)
+
+    async def review_example(self, example_id: int, decision: Literal["approved", "rejected"], *, reviewer: str,
+                             note: str | None = None) -> StoredExample:
+        """Approve or reject one example as ``reviewer`` (trusted in-process code: any database); returns it as
+        stored. ``unknown_example``, ``example_already_reviewed``."""
+        from gateway.learning.review import decide
+
+        return await decide(store_of(self.state.store), example_id, decision, reviewer=reviewer, note=note,
+                            may_use=lambda _: True)
+
+    # The guideline versions as the store holds them, for ``guideline list|show|diff|rollback|reset|export`` on
+    # a store-only Gateway: the scope (``database``; None: global) is taken as given, the caller checked it.
+
+    async def stored_guideline_in_force(self, database: str | None = None) -> GuidelineVersion | None:
+        """The stored version ``database`` uses (its own active one, else the global one), or globally the
+        active global one; None when the shipped file is in force."""
+        pool = store_of(self.state.store).pool
+        return await guidelines.in_force(pool, database) if database is not None else await guidelines.active(pool)
+
+    async def guideline_in_force_of(self, database: str | None = None) -> lifecycle.InForce:
+        """:meth:`guideline_in_force` from the store and the shipped files, without a target database."""
+        from gateway.context.sources import FileGuidelineSource
+
+        return await lifecycle.in_force_from(store_of(self.state.store), database,
+                                             FileGuidelineSource(self.settings.guidelines_dir))
+
+    async def previous_guideline(self, database: str | None = None) -> GuidelineVersion | None:
+        """The scope's version that was active before the current one (a rollback's target), or None."""
+        return await guidelines.previous_active(store_of(self.state.store).pool, database)
+
+    async def retire_guideline(self, database: str | None = None, *, actor: str) -> GuidelineVersion | None:
+        """Retire the scope's active version (a ``reset`` event): what lies beneath is in force again.
+        Returns the version retired, None when none was active."""
+        return await guidelines.reset(store_of(self.state.store).pool, database, actor=actor)
+
+    async def rollback_stored(self, version: int | None, *, database: str | None, actor: str) -> GuidelineVersion:
+        """:meth:`rollback` with only the store open (the scope is not checked against the target databases)."""
+        return await lifecycle.rollback_in_store(store_of(self.state.store), version, database=database, actor=actor)
+
+    async def export_guidelines(self, directory: Path) -> list[Path]:
+        """Write every version to ``directory``/magic-vNNNN.md (for review in git); returns the files."""
+        return await lifecycle.export(store_of(self.state.store), directory)
+
+    @staticmethod
+    def statement_key(sql: str) -> str:
+        """The key under which the gateway takes two statements for the same one (case, spacing and comments
+        aside; literals exact): eval counts distinct attempts and stores one correction per wrong SQL by it."""
+        from gateway.pipeline.generate import normalize_sql
+
+        return normalize_sql(sql)
+
+    # DBA tools (``rules check``, ``rules grants``): the whole catalog and the roles' privileges, which no
+    # client of a running gateway sees; each opens only what it reads, for as long as it reads.
+
+    @classmethod
+    async def inspect_rules(cls, settings: Settings, database: str, folder: Path,
+                            roles: Sequence[str | None]) -> tuple[Schema, list[PrivilegeProblem], list[RuleProblem]]:
+        """What ``rules check`` compares ``folder``'s rule files of ``database`` with: its whole live schema,
+        what each of ``roles`` (None: the login role) may read or do beyond the rules (unless the database's
+        ``privilege_check`` is off), and row filters without row level security behind them. Raises the
+        database's error (``database_unavailable`` ...)."""
+        from gateway.execute.rls import table_rls
+        from gateway.rules.check import rls_problems
+        from gateway.rules.grants import check_target
+        from gateway.rules.loading import load_ruleset, rule_files
+
+        only = settings.model_copy(update={"databases": {database: settings.databases[database]}})
+        targets = await Targets.open(only)
+        try:
+            target = targets.by_name[database]
+            schema = await introspect(target, everything=True)
+            rules, _ = load_ruleset(database, rule_files(folder, database))
+            checked = target.settings.privilege_check != "off"
+            privileges = await check_target(target, rules, list(roles)) if checked else []
+            rls: list[RuleProblem] = []
+            for role in roles:
+                facts = await table_rls(target, sorted(rules.row_filters), role)
+                rls += rls_problems(rules.row_filters, facts, role)
+            return schema, privileges, rls
+        finally:
+            await targets.close()
+
+    @staticmethod
+    async def login_role(dsn: str, password: str | None = None) -> str:
+        """The role ``dsn`` logs in as (``rules grants``' grantee when no --role is given)."""
+        from gateway.execute.privileges import login_role
+
+        return await login_role(dsn, password)
+
+    @staticmethod
+    async def run_admin_script(admin_dsn: str, sql: str) -> None:
+        """Run a generated grants script as the admin role of ``admin_dsn`` (``rules grants --apply``)."""
+        from gateway.execute.privileges import run_admin_script
+
+        await run_admin_script(admin_dsn, sql)
+
+    @staticmethod
+    async def admin_exposure(admin_dsn: str, role: str, columns: list[Column]) -> Exposure:
+        """Which of ``columns`` ``role`` can still read, and from where (checked after ``--apply``)."""
+        from gateway.execute.privileges import admin_exposure
+
+        return await admin_exposure(admin_dsn, role, columns)
+
+    @classmethod
+    async def read_catalog(cls, settings: Settings, database: str, *, everything: bool = False) -> Schema:
+        """The live schema of one configured database, with only that database's pool opened (no store, LLM
+        or rules): what ``init`` writes its starter rules from and ``semantic check`` checks a model against.
+        ``everything``: also what the rules hide (a DBA tool's view, never a client's)."""
+        only = settings.model_copy(update={"databases": {database: settings.databases[database]}})
+        targets = await Targets.open(only)
+        try:
+            return await introspect(targets.by_name[database], everything=everything)
+        finally:
+            await targets.close()
+
 
 async def _load_relations(state: GatewayState) -> None:
     """Load the relations of databases with row filters, so that ``check`` can judge before any query ran;
@@ -874,3 +1163,13 @@ def _changed(state: GatewayState, kind: str, detail: str) -> None:
         if invalidate is not None:
             invalidate()
     log.info("store_change_applied", kind=kind, detail=detail or "all")
+
+
+class _FixedGuideline:
+    """A guideline source that always answers one guideline (a :meth:`Gateway.trial`'s)."""
+
+    def __init__(self, guideline: Guideline) -> None:
+        self.guideline = guideline
+
+    async def active(self, database: str) -> Guideline:
+        return self.guideline

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -685,7 +686,17 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
 
 
+# The config file a caller named (the CLI's --config), while load_settings builds the settings with it: passed
+# down explicitly rather than through os.environ, which every later load in the process would also read.
+_CONFIG_FILE: ContextVar[Path | None] = ContextVar("config_file", default=None)
+
+
 def config_path() -> Path | None:
+    given = _CONFIG_FILE.get()
+    if given is not None:
+        if not given.is_file():
+            raise ConfigError(f"config file {given} is not a file")
+        return given
     explicit = os.environ.get("NL2SQL_CONFIG")
     if explicit:
         path = Path(explicit)
@@ -711,8 +722,12 @@ def _refuse_secrets(data: Any, where: str) -> None:
             _refuse_secrets(item, where)
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Build the settings from defaults, the config file, the environment and ``overrides``."""
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings from defaults, the config file, the environment and ``overrides``.
+
+    ``config_file``: read this TOML file instead of ``NL2SQL_CONFIG`` or ``./nl2sql-gateway.toml``.
+    """
+    token = _CONFIG_FILE.set(config_file)
     try:
         settings = Settings(**overrides)
     except ConfigError:
@@ -724,6 +739,8 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigError(describe(exc, Settings, path, _read_toml(path) if path else {})) from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    finally:
+        _CONFIG_FILE.reset(token)
     llm = settings.llm
     if llm.base_url is None and os.environ.get("OPENAI_BASE_URL"):
         llm.base_url = os.environ["OPENAI_BASE_URL"]

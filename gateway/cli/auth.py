@@ -16,39 +16,31 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from gateway import errors
-from gateway.auth.keys import ALL_DATABASES, Role, new_token
+from gateway.auth.keys import ALL_DATABASES, Role
+from gateway.cli.load import load
 from gateway.cli.style import CLI_STYLE
 from gateway.serving import deadline as request_deadline
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
-    from gateway.store import Store
+    from gateway.service import Gateway
 
 T = TypeVar("T")
 
 app = typer.Typer(**CLI_STYLE, name="keys", help="Create, list and revoke the API keys clients send as bearer tokens.",
                   no_args_is_help=True)
 
-# Set by gateway.cli.main before a command runs: how to load the settings (the --config option lives there).
-def _default_load(config: Path | None) -> Settings:
-    return Settings()
-
-
-load: Callable[[Path | None], Settings] = _default_load
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]
 
 
-def _with_store(settings: Settings, work: Callable[[Store], Awaitable[T]]) -> T:
-    from gateway.store import Store
+def _with_store(settings: Settings, work: Callable[[Gateway], Awaitable[T]]) -> T:
+    from gateway.service import Gateway
 
     async def run() -> T:
-        store = await Store.open(settings.store, apply_migrations=settings.store.migrate_on_start)
-        try:
-            return await work(store)
-        finally:
-            await store.close()
+        async with Gateway.store_only(settings) as gateway:
+            return await work(gateway)
 
     try:
         return asyncio.run(request_deadline.operation(
@@ -83,26 +75,18 @@ def create(
     config: ConfigOption = None,
 ) -> None:
     """Create a key and print its token once (stdout); the store keeps only a hash of its secret."""
-    from gateway.store import api_keys
-
     settings = load(config)
     allowed = _databases(databases, settings)
     if not name.strip() or (pg_role is not None and not pg_role.strip()):
         raise typer.BadParameter("--name and --pg-role must not be empty")
-    token = new_token()
-
-    async def work(store: Store) -> api_keys.StoredKey:
-        return await api_keys.create(store.pool, key_id=token.key_id, name=name.strip(), role=role.value,
-                                     databases=allowed, pg_role=pg_role, secret_sha256=token.secret_sha256)
-
     try:
-        key = _with_store(settings, work)
-    except api_keys.DuplicateKeyName as exc:
+        key, token = _with_store(settings, lambda gateway: gateway.create_key(name.strip(), role, allowed, pg_role))
+    except ValueError as exc:  # an active key has this name (gateway.store.api_keys.DuplicateKeyName)
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from exc
     typer.echo(f"created key {key.id} ({key.name}, role {key.role}, databases {','.join(key.databases)}"
                f"{', Postgres role ' + key.pg_role if key.pg_role else ''}); the token is shown only now:", err=True)
-    typer.echo(token.token)
+    typer.echo(token)
 
 
 @app.command(name="list")
@@ -112,10 +96,8 @@ def list_keys(
     config: ConfigOption = None,
 ) -> None:
     """List keys (never their secrets): id, name, role, databases, Postgres role, created, revoked."""
-    from gateway.store import api_keys
-
     settings = load(config)
-    keys = _with_store(settings, lambda store: api_keys.list_all(store.pool, include_revoked=not active))
+    keys = _with_store(settings, lambda gateway: gateway.api_keys(include_revoked=not active))
     rows = [k.summary() for k in keys]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -134,10 +116,8 @@ def revoke(
     config: ConfigOption = None,
 ) -> None:
     """Revoke a key; gateways refuse it within auth.cache_ttl_s. Exit 1 when no active key has this id."""
-    from gateway.store import api_keys
-
     settings = load(config)
-    key = _with_store(settings, lambda store: api_keys.revoke(store.pool, key_id))
+    key = _with_store(settings, lambda gateway: gateway.revoke_key(key_id))
     if key is None:
         typer.echo(f"no active key with id {key_id!r}", err=True)
         raise typer.Exit(1)

@@ -7,7 +7,6 @@ argument is not one of its commands).
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -51,10 +50,8 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def _load_settings(config: Path | None) -> Settings:
-    if config is not None:
-        os.environ["NL2SQL_CONFIG"] = str(config)
     try:
-        return load_settings()
+        return load_settings(config)
     except ConfigError as exc:
         raise _fail(f"configuration error: {exc}") from exc
 

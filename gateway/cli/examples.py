@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from gateway import errors
+from gateway.cli.load import load
 from gateway.cli.style import CLI_STYLE
 from gateway.serving import deadline as request_deadline
-from gateway.settings import Settings
 
 if TYPE_CHECKING:
-    from gateway.store.examples import StoredExample
+    from gateway.service import Gateway, StoredExample
+
+# The review statuses (gateway.store.examples.STATUSES), spelled out: the command line only names them.
+STATUSES = ("proposed", "approved", "rejected")
 
 app = typer.Typer(**CLI_STYLE, name="examples",
                   help="Review the question/SQL examples clients propose through feedback: only approved ones "
                        "are used as few-shot examples and exact answers.", no_args_is_help=True)
-
-# Set by gateway.cli.main before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]
@@ -36,8 +36,8 @@ NoteOption = Annotated[str | None, typer.Option("--note", help="Why: kept with t
 ReviewerOption = Annotated[str | None, typer.Option("--reviewer", help="Who decides (default: cli:<your user>).")]
 
 
-def _run(config: Path | None, work: Callable[[Any], Coroutine[Any, Any, None]]) -> None:
-    from gateway.store import Store
+def _run(config: Path | None, work: Callable[[Gateway], Coroutine[Any, Any, None]]) -> None:
+    from gateway.service import Gateway
 
     settings = load(config)
     if not settings.store.dsn:
@@ -45,11 +45,8 @@ def _run(config: Path | None, work: Callable[[Any], Coroutine[Any, Any, None]]) 
         raise typer.Exit(2)
 
     async def main() -> None:
-        store = await Store.open(settings.store, apply_migrations=settings.store.migrate_on_start)
-        try:
-            await work(store)
-        finally:
-            await store.close()
+        async with Gateway.store_only(settings) as gateway:
+            await work(gateway)
 
     try:
         asyncio.run(request_deadline.operation(
@@ -73,26 +70,22 @@ def list_examples(
     config: ConfigOption = None,
 ) -> None:
     """List examples, oldest first; by default the review queue (status proposed)."""
-    from gateway.store import examples
-
-    if status not in (None, "all", *examples.STATUSES):
-        typer.echo(f"--status must be one of {', '.join(examples.STATUSES)} or all", err=True)
+    if status not in (None, "all", *STATUSES):
+        typer.echo(f"--status must be one of {', '.join(STATUSES)} or all", err=True)
         raise typer.Exit(2)
 
-    async def work(store: Any) -> None:
+    async def work(gateway: Gateway) -> None:
         chosen = None if status in (None, "all") else status
-        for e in await examples.list_by_status(store.pool, chosen, database, limit=limit):  # type: ignore[arg-type]
+        for e in await gateway.examples_by_status(chosen, database, limit=limit):  # type: ignore[arg-type]
             typer.echo(json.dumps(e.as_dict()) if as_json else _line(e))
     _run(config, work)
 
 
 def _decide(example_id: int, decision: Literal["approved", "rejected"], note: str | None,
             reviewer: str | None, config: Path | None) -> None:
-    from gateway.learning.review import decide
-
-    async def work(store: Any) -> None:
+    async def work(gateway: Gateway) -> None:
         who = reviewer or f"cli:{getpass.getuser()}"
-        decided = await decide(store, example_id, decision, reviewer=who, note=note, may_use=lambda _: True)
+        decided = await gateway.review_example(example_id, decision, reviewer=who, note=note)
         typer.echo(f"example {decided.id} is {decided.status} (by {decided.reviewed_by})")
     _run(config, work)
 

@@ -1,29 +1,35 @@
-"""The one place a command turns its ``--config`` option into :class:`~gateway.settings.Settings`.
+"""How every ``nl2sql-gateway`` command turns its ``--config`` option into :class:`~gateway.settings.Settings`.
 
-Its own module, below the main app and every sub-command, so that a sub-command reads the settings the same
-way as the main app without importing it (which imported the sub-commands: a cycle).
+One module below the command modules (``gateway.cli.main`` and each sub-command's ``cli``), so that none of them
+imports another to load its settings (that was an import cycle), and the path given is passed to
+:func:`~gateway.settings.load_settings` rather than exported into ``os.environ`` for whatever runs next.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from gateway.settings import ConfigError, Settings, load_settings
 
-DEMO_DATABASE = "demo"
+__all__ = ["DEMO_DATABASE", "ConfigOption", "load"]
+
+DEMO_DATABASE = "demo"  # the shipped demo's database: rule and semantic files ship for it
+
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="TOML config file (default: $NL2SQL_CONFIG or ./nl2sql-gateway.toml).",
+                 exists=True, dir_okay=False, envvar="NL2SQL_CONFIG"),
+]
 
 
-def settings_from(config: Path | None, **overrides: Any) -> Settings:
-    """The settings from ``config`` (else the usual lookup), exiting with status 2 on a configuration error."""
-    if config is not None:
-        import os
-
-        os.environ["NL2SQL_CONFIG"] = str(config)
+def load(config: Path | None, **overrides: Any) -> Settings:
+    """The settings from ``config`` (None: ``$NL2SQL_CONFIG`` or ``./nl2sql-gateway.toml``), the environment
+    and ``overrides``; a configuration error is printed and exits with status 2."""
     try:
-        return load_settings(**overrides)
+        return load_settings(config, **overrides)
     except ConfigError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from exc

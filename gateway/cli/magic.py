@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypeVar
@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from gateway import errors
+from gateway.cli.load import load
 from gateway.cli.style import CLI_STYLE
 from gateway.serving import deadline as request_deadline
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
-    from gateway.store import Store
-    from gateway.store.guidelines import GuidelineVersion
+    from gateway.service import Gateway, GuidelineVersion
 
 T = TypeVar("T")
 
@@ -34,34 +33,30 @@ app = typer.Typer(**CLI_STYLE, name="guideline", help="List, show, diff, regener
                   "shipped default and export the self-correction guideline versions kept in the store, per "
                   "database (--database) or global.", no_args_is_help=True)
 
-# Set by gateway.cli.main before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]
 
 
 @asynccontextmanager
-async def _store(settings: Settings) -> AsyncIterator[Store]:
-    from gateway.store import Store
+async def _store(settings: Settings) -> AsyncIterator[Gateway]:
+    """A Gateway with only the store open: these commands work while the databases and the LLM are down."""
+    from gateway.service import Gateway
 
-    store = await Store.open(settings.store, apply_migrations=settings.store.migrate_on_start)
-    try:
-        yield store
-    finally:
-        await store.close()
+    async with Gateway.store_only(settings) as gateway:
+        yield gateway
 
 
 @asynccontextmanager
-async def _gateway(settings: Settings) -> AsyncIterator[tuple[GatewayState, Store]]:
+async def _gateway(settings: Settings) -> AsyncIterator[Gateway]:
+    """A whole gateway (regenerating and activating ask the LLM), without MAGIC's scheduler."""
     from gateway.service import Gateway
 
+    if not settings.store.dsn:
+        raise errors.StoreNotConfigured("store.dsn is not set")
     quiet = settings.model_copy(update={"magic": settings.magic.model_copy(update={"schedule": False})})
     async with Gateway(quiet) as gateway:
-        state = gateway.state
-        if state.store is None:
-            raise errors.StoreNotConfigured("store.dsn is not set")
-        yield state, state.store
+        yield gateway
 
 
 def _run(work: Awaitable[T], settings: Settings | None = None) -> T:
@@ -83,6 +78,8 @@ def _run(work: Awaitable[T], settings: Settings | None = None) -> T:
             typer.echo(json.dumps(exc.extra["evaluation"], indent=2, default=str), err=True)
         raise typer.Exit(1) from exc
 
+
+SHIPPED = 0  # the version number of the shipped guideline file (gateway.store.guidelines.SHIPPED)
 
 DatabaseOption = Annotated[str | None, typer.Option("--database", "-d", help="The database's own versions (a "
                           "configured database); without it, the global scope.")]
@@ -111,17 +108,13 @@ def list_versions(
 
     The first line says what is in force where no stored version is (v0, the shipped file); with --database,
     what that database uses now."""
-    from gateway.context.sources import FileGuidelineSource
-    from gateway.magic import lifecycle
-    from gateway.store import guidelines
-
     settings = load(config)
 
     async def work() -> None:
         scope = _scope(settings, database)
-        async with _store(settings) as store:
-            versions = await guidelines.list_all(store.pool, database=scope, only_global=only_global)
-            in_force = await lifecycle.in_force_from(store, scope, FileGuidelineSource(settings.guidelines_dir))
+        async with _store(settings) as gateway:
+            versions = await gateway.guidelines(scope, only_global=only_global)
+            in_force = await gateway.guideline_in_force_of(scope)
             status = "active" if in_force.source == "default" else "retired"
             typer.echo(f"v0     {status:<9} {_scope_label(scope):<12} the shipped guideline file "
                        f"{_shipped_file(settings, scope)}")
@@ -147,26 +140,22 @@ def _shipped_file(settings: Settings, database: str | None = None) -> Path:
     return own if own is not None and own.is_file() else settings.guidelines_dir / DEFAULT_GUIDELINE_FILE
 
 
-async def _resolve(store: Store, which: str, settings: Settings, database: str | None = None) -> GuidelineVersion:
+async def _resolve(gateway: Gateway, which: str, settings: Settings, database: str | None = None) -> GuidelineVersion:
     """A version by number, ``active`` (what the scope uses now) or 0 (the scope's shipped file)."""
-    from gateway.magic import lifecycle
-    from gateway.store import guidelines
-
     number = _version(which)
-    in_force = (await guidelines.in_force(store.pool, database) if database is not None
-                else await guidelines.active(store.pool))
+    in_force = await gateway.stored_guideline_in_force(database)
     if number is None:
         return in_force if in_force is not None else _shipped(settings, "active", database)
-    if number == guidelines.SHIPPED:
+    if number == SHIPPED:
         return _shipped(settings, "active" if in_force is None else "retired", database)
-    return await lifecycle.get(store, number)
+    return await gateway.guideline(number)
 
 
 def _shipped(settings: Settings, status: str, database: str | None = None) -> GuidelineVersion:
     """Version 0: the shipped guideline file, in force while no stored version is active."""
     from datetime import UTC, datetime
 
-    from gateway.store.guidelines import GuidelineVersion
+    from gateway.service import GuidelineVersion
 
     path = _shipped_file(settings, database)
     try:
@@ -195,8 +184,8 @@ def show(
     settings = load(config)
 
     async def work() -> None:
-        async with _store(settings) as store:
-            v = await _resolve(store, version, settings, _scope(settings, database))
+        async with _store(settings) as gateway:
+            v = await _resolve(gateway, version, settings, _scope(settings, database))
             if as_json:
                 typer.echo(json.dumps(v.as_dict(), indent=2, default=str))
             elif v.version == 0:
@@ -222,9 +211,9 @@ def diff(
 
     async def work() -> None:
         scope = _scope(settings, database)
-        async with _store(settings) as store:
-            typer.echo(lifecycle.diff(await _resolve(store, old, settings, scope),
-                                      await _resolve(store, new, settings, scope)), nl=False)
+        async with _store(settings) as gateway:
+            typer.echo(lifecycle.diff(await _resolve(gateway, old, settings, scope),
+                                      await _resolve(gateway, new, settings, scope)), nl=False)
     _run(work(), settings)
 
 
@@ -239,12 +228,10 @@ def regenerate(
     config: ConfigOption = None,
 ) -> None:
     """Run MAGIC on the pending corrections now and print the run report as JSON."""
-    from gateway.magic import lifecycle
 
     async def work() -> None:
-        async with _gateway(load(config)) as (state, store):
-            report = await lifecycle.run_regeneration(state, store, activate=activate, trigger="cli",
-                                                      database=database)
+        async with _gateway(load(config)) as gateway:
+            report = await gateway.regenerate_by("cli", activate=activate, database=database)
             typer.echo(json.dumps(report.as_dict(), indent=2, default=str))
     _run(work())
 
@@ -257,11 +244,10 @@ def activate(
     config: ConfigOption = None,
 ) -> None:
     """Activate a version; a candidate must pass the activation gate unless --force."""
-    from gateway.magic import lifecycle
 
     async def work() -> None:
-        async with _gateway(load(config)) as (state, store):
-            v = await lifecycle.activate(state, store, int(version.lstrip("v")), force=force, actor="cli")
+        async with _gateway(load(config)) as gateway:
+            v = await gateway.activate(int(version.lstrip("v")), force=force, actor="cli")
             typer.echo(f"v{v.version} is active for {_scope_label(v.database)}")
     _run(work())
 
@@ -274,16 +260,13 @@ def regressions(
 ) -> None:
     """Show the latest regression replay of a version: what was right before and is wrong with it, and why."""
     from gateway.eval.replay import render_report
-    from gateway.magic import lifecycle
-    from gateway.store import regressions as stored
 
     settings = load(config)
 
     async def work() -> None:
-        async with _store(settings) as store:
+        async with _store(settings) as gateway:
             number = int(version.lstrip("v"))
-            await lifecycle.get(store, number)
-            found = await stored.for_version(store.pool, number, limit=1)
+            found = await gateway.regressions(number, limit=1)  # unknown_guideline_version first
             if not found:
                 typer.echo(f"v{number} has no regression replay yet (one runs when it is activated)")
                 return
@@ -305,23 +288,20 @@ def rollback(
     config: ConfigOption = None,
 ) -> None:
     """Re-activate an earlier version of a scope (no gate: it was accepted before), or the shipped guideline (0)."""
-    from gateway.magic import lifecycle
-    from gateway.store import guidelines
-
     settings = load(config)
 
     async def work() -> None:
         scope = _scope(settings, database)
-        async with _store(settings) as store:
+        async with _store(settings) as gateway:
             number = int(version.lstrip("v")) if version else None
             if number is None:
-                previous = await guidelines.previous_active(store.pool, scope)
-                number = previous.version if previous is not None else guidelines.SHIPPED
-            if number == guidelines.SHIPPED:
-                await guidelines.reset(store.pool, scope, actor="cli")
+                previous = await gateway.previous_guideline(scope)
+                number = previous.version if previous is not None else SHIPPED
+            if number == SHIPPED:
+                await gateway.retire_guideline(scope, actor="cli")
                 typer.echo(_reset_message(scope))
                 return
-            v = await lifecycle.rollback_in_store(store, number, database=scope, actor="cli")
+            v = await gateway.rollback_stored(number, database=scope, actor="cli")
             typer.echo(f"v{v.version} is active for {_scope_label(v.database)}")
     _run(work(), settings)
 
@@ -342,17 +322,13 @@ def reset(
 
     For a database, it then uses the global version, or the shipped file when none is active; globally, the
     shipped file is in force for every database without a version of its own."""
-    from gateway.context.sources import FileGuidelineSource
-    from gateway.magic import lifecycle
-    from gateway.store import guidelines
-
     settings = load(config)
 
     async def work() -> None:
         scope = _scope(settings, database)
-        async with _store(settings) as store:
-            retired = await guidelines.reset(store.pool, scope, actor="cli")
-            now = await lifecycle.in_force_from(store, scope, FileGuidelineSource(settings.guidelines_dir))
+        async with _store(settings) as gateway:
+            retired = await gateway.retire_guideline(scope, actor="cli")
+            now = await gateway.guideline_in_force_of(scope)
             typer.echo(f"{_scope_label(scope)}: retired {('v' + str(retired.version)) if retired else 'nothing'}; "
                        f"in force now: {now.label} ({now.source})")
     _run(work(), settings)
@@ -365,13 +341,11 @@ def events(
     config: ConfigOption = None,
 ) -> None:
     """Print the changes of the active guideline (activate, rollback, reset), newest first, as JSON lines."""
-    from gateway.store import guidelines
-
     settings = load(config)
 
     async def work() -> None:
-        async with _store(settings) as store:
-            for event in await guidelines.events(store.pool, database=_scope(settings, database), limit=limit):
+        async with _store(settings) as gateway:
+            for event in await gateway.guideline_events(_scope(settings, database), limit=limit):
                 typer.echo(json.dumps(event.as_dict(), default=str))
     _run(work(), settings)
 
@@ -383,12 +357,10 @@ def export(
     config: ConfigOption = None,
 ) -> None:
     """Write every version to DIR/magic-vNNNN.md for review in git."""
-    from gateway.magic import lifecycle
-
     settings = load(config)
 
     async def work() -> None:
-        async with _store(settings) as store:
-            for path in await lifecycle.export(store, directory):
+        async with _store(settings) as gateway:
+            for path in await gateway.export_guidelines(directory):
                 typer.echo(str(path))
     _run(work(), settings)

@@ -11,8 +11,13 @@ from typing import Annotated, Any
 import typer
 
 from gateway import safety
+from gateway.cli import auth as keys_cli
+from gateway.cli import examples as examples_cli
 from gateway.cli import extras
-from gateway.cli.load import DEMO_DATABASE, settings_from
+from gateway.cli import magic as guideline_cli
+from gateway.cli import templates as templates_cli
+from gateway.cli.eval import eval_app
+from gateway.cli.load import DEMO_DATABASE, ConfigOption, load
 from gateway.cli.quickstart import (
     apply_dsn_options,
     check_exposure_of_dsn,
@@ -20,9 +25,12 @@ from gateway.cli.quickstart import (
     password_warning,
     reach_dsn_databases,
 )
+from gateway.cli.rules import app as rules_app
+from gateway.cli.semantic import app as semantic_app
 from gateway.cli.style import CLI_STYLE
 from gateway.serving import deadline as request_deadline
 from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path
+from gateway.store import cli as store_cli
 
 app = typer.Typer(
     **CLI_STYLE,
@@ -32,7 +40,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
 
 def _print_version(value: bool) -> None:
     if value:
@@ -55,16 +62,6 @@ def _every_command(
     configure_logging("INFO", json_logs=None)
 
 
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", "-c", help="TOML config file (default: $NL2SQL_CONFIG or ./nl2sql-gateway.toml).",
-                 exists=True, dir_okay=False, envvar="NL2SQL_CONFIG"),
-]
-
-
-_settings = settings_from  # the one place that turns --config into Settings (gateway.cli.load)
-
-
 @app.command()
 def serve(
     config: ConfigOption = None,
@@ -85,7 +82,7 @@ def serve(
              "OPENAI_API_KEY.")] = None,
 ) -> None:
     """Serve the HTTP API with the configured databases, or the ones given with --dsn."""
-    settings = _settings(config)
+    settings = load(config)
     if dsn:
         _or_exit(apply_dsn_options, settings, dsn)
     elif not settings.databases:
@@ -203,7 +200,7 @@ def _check_policy(database: str, config: Path | None) -> safety.Policy:
     from gateway.rules import RulesRegistry
     from gateway.rules.loading import rule_files
 
-    settings = _settings(config)
+    settings = load(config)
     db = settings.database(database)
     rules_dir = settings.rules_dir
     if db is None and not rule_files(rules_dir, database) and database == DEMO_DATABASE:
@@ -243,7 +240,7 @@ def schema(
     config: ConfigOption = None,
 ) -> None:
     """Print the schema of a configured database as JSON: what its rules leave visible, as clients see it."""
-    settings = _settings(config)
+    settings = load(config)
     if settings.database(name) is None:
         typer.echo(f"unknown database {name!r}; configured: {', '.join(sorted(settings.databases)) or 'none'}",
                    err=True)
@@ -290,7 +287,7 @@ def mcp(
     MCP Apps clients show. stdout carries only the protocol; logs go to stderr. The HTTP server offers the same
     over streamable HTTP at /mcp.
     """
-    settings = _settings(config)
+    settings = load(config)
     if dsn:
         _or_exit(apply_dsn_options, settings, dsn)
         if any(d.password is not None for d in settings.databases.values()) and not print_config:
@@ -340,7 +337,7 @@ def init(
     if existing and not force:
         typer.echo(f"{', '.join(existing)} already exist(s); keep them, or overwrite with --force", err=True)
         raise typer.Exit(2)
-    schema = _introspect_one(_settings(None).model_copy(update={"databases": {name: database}}), name)
+    schema = _introspect_one(load(None).model_copy(update={"databases": {name: database}}), name)
     rules_file.parent.mkdir(parents=True, exist_ok=True)
     rules_file.write_text(rules_text(schema), encoding="utf-8")
     config_file.write_text(config_text(name, database.dsn), encoding="utf-8")
@@ -362,59 +359,27 @@ def init(
 
 def _introspect_one(settings: Settings, name: str) -> Any:
     from gateway import errors
-    from gateway.execute import Targets
-    from gateway.execute.introspect import introspect
-
-    async def run() -> Any:
-        targets = await Targets.open(settings)
-        try:
-            return await introspect(targets.by_name[name])
-        finally:
-            await targets.close()
+    from gateway.service import Gateway
 
     try:
         return asyncio.run(request_deadline.operation(
-                settings.server.operation_timeout_s, run(), "reading the schema"))
+                settings.server.operation_timeout_s, Gateway.read_catalog(settings, name), "reading the schema"))
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
         raise typer.Exit(1) from exc
 
 
-from gateway.cli.rules import app as rules_app  # noqa: E402 - sub-apps are registered after the commands
-
+# Sub-command groups: each loads its own settings from its --config (gateway.cli.load), so none imports this
+# module back.
 app.add_typer(rules_app, name="rules", help="Check the DBA rule files (rules/<database>.yaml) against the live "
               "schema.")
-
-from gateway.cli.semantic import app as semantic_app  # noqa: E402
-
 app.add_typer(semantic_app, name="semantic", help="Check, show and import semantic models (semantic/<database>"
               ".yaml): metrics, dimensions, synonyms.")
-
-from gateway.cli import auth as keys_cli  # noqa: E402
-
-keys_cli.load = _settings
 app.add_typer(keys_cli.app, name="keys")
-
-from gateway.cli.eval import eval_app  # noqa: E402
-
 app.add_typer(eval_app, name="eval")
-
-
-from gateway.cli import magic as guideline_cli  # noqa: E402
-from gateway.store import cli as store_cli  # noqa: E402
-
-guideline_cli.load = store_cli.load = _settings
 app.add_typer(guideline_cli.app, name="guideline")
 app.command(name="migrate")(store_cli.migrate)
-
-from gateway.cli import examples as examples_cli  # noqa: E402
-
-examples_cli.load = _settings
 app.add_typer(examples_cli.app, name="examples")
-
-from gateway.cli import templates as templates_cli  # noqa: E402
-
-templates_cli.load = _settings
 app.add_typer(templates_cli.app, name="templates")
 
 

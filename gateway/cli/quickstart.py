@@ -76,10 +76,11 @@ def reach_dsn_databases(settings: Settings, values: list[str]) -> None:
     with the ``--dsn`` the user wrote (password left out), not a later warning naming settings."""
     import asyncio
 
-    from gateway.execute.pool import probe
+    from gateway.service import Gateway
 
     async def every() -> list[str | None]:
-        return list(await asyncio.gather(*(probe(db, name, "--dsn") for name, db in settings.databases.items())))
+        return list(await asyncio.gather(*(Gateway.probe_database(db, name, "--dsn")
+                                           for name, db in settings.databases.items())))
 
     problems = [(value, why) for value, why in zip(values, asyncio.run(every()), strict=True) if why]
     if problems:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from gateway.cli.load import load
 from gateway.cli.style import CLI_STYLE
 from gateway.errors import GatewayError
-from gateway.rules.check import check_rules, rls_problems
-from gateway.rules.grants import PrivilegeProblem, check_target
+from gateway.rules.check import check_rules
+from gateway.rules.grants import PrivilegeProblem
 from gateway.rules.loading import RuleProblem
 from gateway.serving import deadline as request_deadline
+
+if TYPE_CHECKING:
+    from gateway.service import Schema
+    from gateway.settings import Settings
 
 app = typer.Typer(**CLI_STYLE, help="Check the DBA rule files (rules/<database>.yaml) against the live schema and the "
                   "gateway's Postgres privileges; print the grants that match them.",
@@ -41,9 +46,7 @@ def check_command(
     Prints one `file:line: message` (or `database ...: role ...`) per problem. Exit status: 0 clean
     (warnings allowed), 1 errors, 2 usage error or a database that could not be read.
     """
-    from gateway.cli.load import settings_from as _settings  # the one place that turns --config into Settings
-
-    settings = _settings(config)
+    settings = load(config)
     names = sorted(settings.databases)
     if database is not None:
         if database not in settings.databases:
@@ -83,34 +86,22 @@ class _Unreadable(Exception):
     pass
 
 
-async def _introspect(settings, names: list[str], folder: Path, roles: list[str | None]):  # type: ignore[no-untyped-def]
+async def _introspect(settings: Settings, names: list[str], folder: Path,
+                      roles: list[str | None]) -> tuple[dict[str, Schema], list[PrivilegeProblem], list[RuleProblem]]:
     from gateway import errors
-    from gateway.execute import Targets
-    from gateway.execute.introspect import introspect
-    from gateway.execute.rls import table_rls
-    from gateway.rules.loading import load_ruleset, rule_files
+    from gateway.service import Gateway
 
-    subset = settings.model_copy(update={"databases": {n: settings.databases[n] for n in names}})
-    targets = await Targets.open(subset)
-    try:
-        out = {}
-        privileges: list[PrivilegeProblem] = []
-        rls: list[RuleProblem] = []
-        for name in names:
-            target = targets.by_name[name]
-            try:
-                out[name] = await introspect(target, everything=True)
-                rules, _ = load_ruleset(name, rule_files(folder, name))
-                if target.settings.privilege_check != "off":
-                    privileges += await check_target(target, rules, roles)
-                for role in roles:  # row filters without row level security behind them
-                    facts = await table_rls(target, sorted(rules.row_filters), role)
-                    rls += rls_problems(rules.row_filters, facts, role)
-            except errors.GatewayError as exc:
-                raise _Unreadable(f"database {name!r}: {exc.code}: {exc.detail}") from exc
-        return out, privileges, rls
-    finally:
-        await targets.close()
+    out: dict[str, Schema] = {}
+    privileges: list[PrivilegeProblem] = []
+    rls: list[RuleProblem] = []
+    for name in names:
+        try:
+            out[name], found, missing = await Gateway.inspect_rules(settings, name, folder, roles)
+        except errors.GatewayError as exc:
+            raise _Unreadable(f"database {name!r}: {exc.code}: {exc.detail}") from exc
+        privileges += found
+        rls += missing
+    return out, privileges, rls
 
 
 @app.command("grants")
@@ -150,11 +141,10 @@ def grants_command(
     changing hidden columns. Exit status: 0 done, 1 rule files with errors, a failed --apply, a role that
     can still read hidden columns after it, or a superuser or BYPASSRLS role; 2 usage error.
     """
-    from gateway.cli.load import settings_from as _settings  # the one place that turns --config into Settings
-    from gateway.execute.privileges import admin_exposure, login_role, run_admin_script
     from gateway.rules.grants import GrantPlan, dedicated_role_fix, plan_grants, still_exposed
+    from gateway.service import Gateway
 
-    settings = _settings(config)
+    settings = load(config)
     db = settings.databases.get(database)
     if db is None:
         typer.echo(f"unknown database {database!r}; configured: {', '.join(sorted(settings.databases)) or 'none'}",
@@ -166,7 +156,7 @@ def grants_command(
     password = db.password.get_secret_value() if db.password else None
 
     async def build() -> GrantPlan:
-        grantee = role or await login_role(db.dsn, password)
+        grantee = role or await Gateway.login_role(db.dsn, password)
         return await plan_grants(admin_dsn or db.dsn, rules_dir or settings.rules_dir, database, grantee,
                                  public_revokes=not keep_public, revoke_inherited=revoke_inherited,
                                  password=None if admin_dsn else password)
@@ -191,10 +181,10 @@ def grants_command(
         assert admin_dsn is not None
         try:
             bound = settings.server.operation_timeout_s
-            asyncio.run(request_deadline.operation(bound, run_admin_script(admin_dsn, plan.sql),
+            asyncio.run(request_deadline.operation(bound, Gateway.run_admin_script(admin_dsn, plan.sql),
                                                    "rules grants --apply"))
             after = asyncio.run(request_deadline.operation(
-                bound, admin_exposure(admin_dsn, before.role, plan.hidden), "rules grants --apply"))
+                bound, Gateway.admin_exposure(admin_dsn, before.role, plan.hidden), "rules grants --apply"))
         except Exception as exc:  # noqa: BLE001 - report any database refusal as a failed apply
             typer.echo(f"apply failed: {type(exc).__name__}: {exc}", err=True)
             raise typer.Exit(1) from exc

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from gateway.cli.load import DEMO_DATABASE, load
 from gateway.semantic.loading import SemanticProblem, broken_entries, load_model, model_files
 from gateway.semantic.show import dump
 
@@ -26,11 +27,9 @@ def _folder(config: Path | None, semantic_dir: Path | None, database: str) -> Pa
     """The folder to read: --semantic-dir, else the setting; the shipped demo model for the demo database."""
     if semantic_dir is not None:
         return semantic_dir
-    from gateway.cli.load import DEMO_DATABASE
-    from gateway.cli.load import settings_from as _settings  # the one place that turns --config into Settings
     from gateway.config.assets import shipped_dir
 
-    folder = _settings(config).semantic_dir or Path("semantic")
+    folder = load(config).semantic_dir or Path("semantic")
     if database == DEMO_DATABASE and not model_files(folder, database):
         return shipped_dir("semantic")
     return folder
@@ -76,27 +75,16 @@ def _against_the_schema(config: Path | None, database: str, model: object, line:
     import asyncio
 
     from gateway import errors
-    from gateway.cli.load import settings_from as _settings
-    from gateway.execute import Targets
-    from gateway.execute.introspect import introspect
     from gateway.semantic.check import schema_problems
     from gateway.semantic.model import SemanticModel
+    from gateway.service import Gateway
 
-    settings = _settings(config)
+    settings = load(config)
     if database not in settings.databases:
         return []
     assert isinstance(model, SemanticModel)
-
-    async def read() -> object:
-        subset = settings.model_copy(update={"databases": {database: settings.databases[database]}})
-        targets = await Targets.open(subset)
-        try:
-            return await introspect(targets.by_name[database], everything=True)
-        finally:
-            await targets.close()
-
     try:
-        schema = asyncio.run(read())
+        schema = asyncio.run(Gateway.read_catalog(settings, database, everything=True))
     except errors.GatewayError as exc:
         typer.echo(f"database {database!r}: {exc.code}: {exc.detail}", err=True)
         raise typer.Exit(2) from exc

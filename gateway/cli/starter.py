@@ -8,8 +8,10 @@ TOML both read as double-quoted strings.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from gateway.execute.introspect import Schema
+if TYPE_CHECKING:  # the type of Gateway.read_catalog's result
+    from gateway.service import Schema
 
 # The role `init` writes grants for: a dedicated one, never the role the DSN logs in as (which may own the
 # tables; the grants begin by revoking what the role holds).

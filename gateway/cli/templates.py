@@ -17,15 +17,12 @@ from typing import Annotated, Any
 import typer
 
 from gateway import errors
+from gateway.cli.load import load
 from gateway.serving import deadline as request_deadline
-from gateway.settings import Settings
 
 app = typer.Typer(name="templates", help="Trusted answers: DBA templates (parameterized SQL with example "
                   "questions) that answer matching questions without the LLM; suggestions from the log.",
                   no_args_is_help=True)
-
-# Set by gateway.cli.main before a command runs: how to load the settings (the --config option lives there).
-load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file.", exists=True,
                                                       dir_okay=False, envvar="NL2SQL_CONFIG")]

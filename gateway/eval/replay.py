@@ -31,7 +31,7 @@ from gateway import errors
 from gateway.context.model import Example, Guideline
 from gateway.context.sources import ExamplesSource, GuidelineSource
 from gateway.eval.reasons import why_wrong
-from gateway.eval.report import percentile
+from gateway.eval.stats import percentile
 from gateway.eval.suspect import limit_of, policy_refuses, suspect_reason, widened
 from gateway.eval.verified import VerifiedItem
 from gateway.execute import run_query
