@@ -49,7 +49,7 @@ class EvalSetupError(RuntimeError):
 async def open_gateway(settings: Settings) -> AsyncIterator[GatewayState]:
     """The resources a serving gateway would have (a :class:`~gateway.service.Gateway`), for the block."""
     async with Gateway(settings) as gateway:
-        yield gateway.state
+        yield gateway.serving_state()  # issue 26: the CLI helper moves this behind Gateway methods
 
 
 async def preflight(state: GatewayState, questions: Sequence[Question]) -> None:

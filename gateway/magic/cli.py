@@ -58,7 +58,7 @@ async def _gateway(settings: Settings) -> AsyncIterator[tuple[GatewayState, Stor
 
     quiet = settings.model_copy(update={"magic": settings.magic.model_copy(update={"schedule": False})})
     async with Gateway(quiet) as gateway:
-        state = gateway.state
+        state = gateway.serving_state()  # issue 26: the CLI helper moves this behind Gateway methods
         if state.store is None:
             raise errors.StoreNotConfigured("store.dsn is not set")
         yield state, state.store

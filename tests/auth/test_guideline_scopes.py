@@ -9,7 +9,7 @@ from tests.auth.test_http import assert_problem
 
 
 async def test_a_dba_of_one_database_manages_its_versions_and_not_the_global_ones(gw: Gateway) -> None:
-    store = gw.state.store
+    store = gw._live.store
     assert store is not None
     demo_dba, rls_dba, all_dba = (await gw.key("dba", databases=("demo",)), await gw.key("dba", databases=("rls",)),
                                   await gw.key("dba"))
