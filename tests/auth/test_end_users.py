@@ -113,8 +113,8 @@ async def test_an_api_keys_answer_records_the_key(gw: Gateway) -> None:
     response = await gw.http.post("/v1/ask", json={"database": "demo", "question": QUESTION},
                                   headers={**bearer(token), "X-Client-Id": "someone-else"})
     assert response.status_code == 200, response.text
-    assert gw._live.store is not None
-    row = await gw._live.store.pool.fetchrow("SELECT owner, end_user, via FROM request_audit WHERE request_id = $1",
+    assert gw.state.store is not None
+    row = await gw.state.store.pool.fetchrow("SELECT owner, end_user, via FROM request_audit WHERE request_id = $1",
                                              response.json()["request_id"])
     key_id = token.split("_")[1]
     assert (row["owner"], row["end_user"], row["via"]) == (f"key:{key_id}", None, f"key:{key_id}")

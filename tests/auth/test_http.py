@@ -73,8 +73,8 @@ async def test_an_unknown_key_is_unauthorized(gw: Gateway) -> None:
 async def test_a_revoked_key_is_unauthorized(gw: Gateway) -> None:
     token = await gw.key()
     assert (await gw.http.post("/v1/sql", json=SQL, headers=bearer(token))).status_code == 200
-    assert gw._live.store is not None
-    revoked = await api_keys.revoke(gw._live.store.pool, token.split("_")[1])
+    assert gw.state.store is not None
+    revoked = await api_keys.revoke(gw.state.store.pool, token.split("_")[1])
     assert revoked is not None and revoked.revoked_at is not None
     body = assert_problem(await gw.http.post("/v1/sql", json=SQL, headers=bearer(token)), 401, "unauthorized")
     assert "revoked" in body["detail"]
@@ -83,8 +83,8 @@ async def test_a_revoked_key_is_unauthorized(gw: Gateway) -> None:
 async def test_the_store_keeps_only_a_hash_of_the_secret(gw: Gateway) -> None:
     token = await gw.key(name="hash-check")
     _, key_id, secret = token.split("_")
-    assert gw._live.store is not None
-    row = await gw._live.store.pool.fetchrow("SELECT * FROM api_keys WHERE id = $1", key_id)
+    assert gw.state.store is not None
+    row = await gw.state.store.pool.fetchrow("SELECT * FROM api_keys WHERE id = $1", key_id)
     assert row is not None
     stored = " ".join(str(v) for v in row.values()) + bytes(row["secret_sha256"]).hex()
     assert secret not in stored and token not in stored
@@ -134,7 +134,7 @@ def test_every_route_has_a_decided_role_and_unknown_routes_need_admin(gw: Gatewa
 
     from gateway.api.app import create_app
 
-    paths = {r.path for r in create_app(gw._live.settings).routes if isinstance(r, APIRoute)}
+    paths = {r.path for r in create_app(gw.state.settings).routes if isinstance(r, APIRoute)}
     undecided = {p for p in paths if p not in PUBLIC_ROUTES and p not in ROUTE_ROLES
                  and not any(k.endswith("*") and p.startswith(k[:-1]) for k in ROUTE_ROLES)}
     assert not undecided, f"routes that fall back to admin: decide their role in gateway/auth/access.py: {undecided}"

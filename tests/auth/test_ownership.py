@@ -74,10 +74,10 @@ async def test_a_chosen_request_id_cannot_make_a_dba_approve_another_clients_ans
     assert approved.json()["example_status"] == "approved"
 
     # What the dba approved is its own question and SQL, never client B's.
-    assert gw._live.store is not None
-    example = await examples.get(gw._live.store.pool, approved.json()["example_id"])
+    assert gw.state.store is not None
+    example = await examples.get(gw.state.store.pool, approved.json()["example_id"])
     assert example is not None and example.question == REGIONS and "poisoned" not in example.sql
-    assert await examples.exact(gw._live.store.pool, "demo", REVENUE) is None
+    assert await examples.exact(gw.state.store.pool, "demo", REVENUE) is None
 
     # Another key asking client B's question is answered by the LLM, not with B's SQL.
     llm_server.add_reply(HONEST, when=REVENUE)
@@ -124,8 +124,8 @@ async def test_feedback_from_anyone_but_the_asker_is_unknown_request(exact: Gate
             body = response.json()
             assert response.status_code == 404 and body["code"] == "unknown_request", body
             assert set(body) == set(missing.json()) and "demo" not in response.text
-    assert gw._live.store is not None
-    assert await gw._live.store.pool.fetchval("SELECT count(*) FROM feedback WHERE request_id = $1", request_id) == 0
+    assert gw.state.store is not None
+    assert await gw.state.store.pool.fetchval("SELECT count(*) FROM feedback WHERE request_id = $1", request_id) == 0
     assert (await feedback(gw, asker, request_id)).status_code == 201  # the asker still can
 
 

@@ -41,13 +41,13 @@ async def catalogs_readable(demo_admin_dsn: str, roles: Roles) -> AsyncIterator[
 
 
 async def _prepared_statements(gw: Gateway, role: str | None) -> list[str]:
-    result = await run_query(gw._live.targets.by_name["demo"],
+    result = await run_query(gw.state.targets.by_name["demo"],
                              "SELECT name || ': ' || statement FROM pg_prepared_statements", role=role)
     return [row[0] for row in result.rows]
 
 
 async def test_two_keys_on_one_connection_cannot_read_each_others_sql(gw: Gateway, roles: Roles) -> None:
-    assert gw._live.targets.by_name["demo"].settings.pool_max_size == 1
+    assert gw.state.targets.by_name["demo"].settings.pool_max_size == 1
     key_a = await gw.key(pg_role=roles.bi)
     key_b = await gw.key(pg_role=roles.rls_a)
     sql_a = f"SELECT name FROM regions WHERE name <> '{SECRET}'"
@@ -64,7 +64,7 @@ async def test_two_keys_on_one_connection_cannot_read_each_others_sql(gw: Gatewa
 
 
 async def test_a_named_statement_or_held_cursor_does_not_outlive_its_request(gw: Gateway, roles: Roles) -> None:
-    target = gw._live.targets.by_name["demo"]
+    target = gw.state.targets.by_name["demo"]
     # The static check refuses these; the execution layer runs whatever it is given, so the pool's reset
     # is what must clear them.
     await run_query(target, f"PREPARE planted AS SELECT '{SECRET}'::text", role=roles.bi)
@@ -76,7 +76,7 @@ async def test_a_named_statement_or_held_cursor_does_not_outlive_its_request(gw:
 
 
 async def test_a_session_setting_does_not_outlive_its_request(gw: Gateway, roles: Roles) -> None:
-    target = gw._live.targets.by_name["demo"]
+    target = gw.state.targets.by_name["demo"]
     await run_query(target, f"SELECT set_config('nl2sql_test.planted', '{SECRET}', false)", role=roles.bi)
     result = await run_query(target, "SELECT current_setting('nl2sql_test.planted', true)", role=roles.rls_a)
     assert SECRET not in str(result.rows)
@@ -96,10 +96,10 @@ async def test_a_keys_mapped_role_is_checked_for_privileges(gw: Gateway, demo_ad
     finally:
         await conn.close()
     try:
-        before = await report_privileges(gw._live, log_each=False)
+        before = await report_privileges(gw.state, log_each=False)
         assert not any(name in d for d in before.details("demo"))
         token = await gw.key(pg_role=name, databases=("demo",))
-        report = await report_privileges(gw._live, log_each=False)
+        report = await report_privileges(gw.state, log_each=False)
         assert [p.code for p in report.problems["demo"] if p.role == name] == ["can_write"]
         ready = await gw.http.get("/readyz")
         # /readyz is public: it says what kind of problem there is, never which role has it.
@@ -111,9 +111,9 @@ async def test_a_keys_mapped_role_is_checked_for_privileges(gw: Gateway, demo_ad
     finally:
         from gateway.store import api_keys
 
-        assert gw._live.store is not None
+        assert gw.state.store is not None
         if "token" in locals():
-            await api_keys.revoke(gw._live.store.pool, token.split("_")[1])
+            await api_keys.revoke(gw.state.store.pool, token.split("_")[1])
         conn = await asyncpg.connect(demo_admin_dsn)
         try:
             await conn.execute(f'DROP OWNED BY "{name}"')

@@ -20,7 +20,7 @@ def item(n: int, database: str, question: str, sql: str) -> dict:
 
 
 async def test_a_dba_of_one_database_sees_only_its_questions_in_a_global_replay(gw: Gateway) -> None:
-    store = gw._live.store
+    store = gw.state.store
     assert store is not None
     rls_dba, demo_dba = await gw.key("dba", databases=("rls",)), await gw.key("dba", databases=("demo",))
     client = await gw.key("client")

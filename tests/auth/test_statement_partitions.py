@@ -32,7 +32,7 @@ def partition(token: str, pg_role: str | None) -> str:
 async def prepared(gw: Gateway, database: str, token: str, pg_role: str | None) -> dict[str, str]:
     """The prepared statements a key's own request sees on the connection, text by name (its own listing
     left out)."""
-    result = await run_query(gw._live.targets.by_name[database], LISTING, role=pg_role,
+    result = await run_query(gw.state.targets.by_name[database], LISTING, role=pg_role,
                              principal=partition(token, pg_role))
     return {name: text for name, text in result.rows if text != LISTING}
 
@@ -95,7 +95,7 @@ async def test_a_table_changed_under_a_kept_statement_is_prepared_again(gw: Gate
     await admin(demo_admin_dsn, f"CREATE TABLE {table} (id int)", f"INSERT INTO {table} VALUES (1)",
                 f'GRANT SELECT ON {table} TO "{roles.reader}"')
     try:
-        target = gw._live.targets.by_name["demo"]
+        target = gw.state.targets.by_name["demo"]
         token = await gw.key()
         sql = f"SELECT id FROM {table}"
         first = await run_query(target, sql, principal=partition(token, None))
@@ -155,7 +155,7 @@ async def test_a_connection_used_by_the_pool_elsewhere_gets_the_full_reset(gw: G
     token = await gw.key(pg_role=roles.bi)
     assert (await gw.http.post("/v1/sql", json={"database": "demo", "sql": sql},
                                headers=bearer(token))).status_code == 200
-    target = gw._live.targets.by_name["demo"]
+    target = gw.state.targets.by_name["demo"]
     async with target.pool.acquire() as conn:  # another caller of the pool, e.g. introspection
         await conn.execute("PREPARE planted AS SELECT 'planted'::text")
     listed = await prepared(gw, "demo", token, roles.bi)
@@ -167,7 +167,7 @@ async def test_the_session_is_reset_between_requests_of_the_same_key(gw: Gateway
                                                                      demo_admin_dsn: str) -> None:
     """The reset that now rides on the ROLLBACK (and keeps the same key's statements) still resets what a
     rollback does not undo: a session advisory lock here."""
-    target = gw._live.targets.by_name["demo"]
+    target = gw.state.targets.by_name["demo"]
     token = await gw.key(pg_role=roles.bi)
     who = partition(token, roles.bi)
     await run_query(target, "SELECT pg_advisory_lock(424242)", role=roles.bi, principal=who)
@@ -186,7 +186,7 @@ async def test_the_session_is_reset_between_requests_of_the_same_key(gw: Gateway
 async def test_kept_statements_are_bounded_by_their_total_text(gw: Gateway, roles: Roles) -> None:
     """Long texts under the per-statement limit still add up: the oldest go once the total would pass
     MAX_KEPT_CHARS, on the server as well as here."""
-    target = gw._live.targets.by_name["demo"]
+    target = gw.state.targets.by_name["demo"]
     token = await gw.key(pg_role=roles.bi)
     who = partition(token, roles.bi)
     size = statements.MAX_SQL_CHARS - 100
