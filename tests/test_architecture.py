@@ -381,3 +381,118 @@ def test_the_commands_constants_match_the_stores() -> None:
 
     assert STATUSES == examples.STATUSES
     assert SHIPPED == guidelines.SHIPPED
+
+
+# --- one front door (issue 26): entry points call Gateway methods, nothing below them ----------------------
+
+# The layers a route, an MCP tool or the console API may not reach into: they call ``Gateway`` (gateway.service),
+# which decides (authorization once) and hands back results, the types they hold and their wire encodings.
+BELOW_THE_DOOR = ("gateway.pipeline", "gateway.execute", "gateway.store", "gateway.state")
+# Server plumbing, not routing: the app's lifespan hands the resources to the authenticating middleware and the
+# fast paths (Gateway.serving_state); these move to their own package (issue 26, item 4).
+SERVING = {"api/app.py", "api/fastpath.py", "api/server.py", "api/middleware.py"}
+# How adapters name the Gateway they hold: gateway, gw, call.gateway, app.state.service ...
+GATEWAY_NAMES = {"gateway", "gw", "service", "call_gateway"}
+
+
+def entry_points() -> list[Path]:
+    """The routing modules of the HTTP API, the MCP server and the console API."""
+    found = [*(PACKAGE / "api").rglob("*.py"), *(PACKAGE / "mcp").rglob("*.py"), *(PACKAGE / "console").rglob("*.py")]
+    return sorted(p for p in found if str(p.relative_to(PACKAGE)) not in SERVING)
+
+
+def _terminal(node: ast.expr) -> str | None:
+    """The name an expression ends in: ``x`` of ``a.b.x`` or of ``getattr(a, "x", ...)``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
+        return str(node.args[1].value)
+    return None
+
+
+def around_the_door(source: str, package: str = "gateway") -> list[str]:
+    """What ``source`` (a module of ``package``) does that only Gateway may: import a layer below it, touch a
+    Gateway's resources (``.state``, ``._state``, any private member, ``serving_state``) or the resources the
+    app keeps for its plumbing (``app.state.gateway``)."""
+    out: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolved against the package
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            modules = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        for name in modules:
+            if any(name == layer or name.startswith(layer + ".") for layer in BELOW_THE_DOOR):
+                out.append(f"line {node.lineno}: imports {name}")
+                break
+        if isinstance(node, ast.Attribute):
+            owner = _terminal(node.value)
+            if owner in GATEWAY_NAMES and (node.attr == "state" or (node.attr.startswith("_")
+                                                                    and not node.attr.startswith("__"))):
+                out.append(f"line {node.lineno}: touches {owner}.{node.attr}")
+            if node.attr == "serving_state":
+                out.append(f"line {node.lineno}: takes the serving layer's resources")
+            if node.attr == "gateway" and owner == "state":
+                out.append(f"line {node.lineno}: takes the resources the app keeps for its plumbing")
+        if isinstance(node, ast.Call) and _terminal(node.func) == "getattr" and len(node.args) >= 2:
+            target, name = node.args[0], node.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and (
+                    name.value in {"state", "_state", "_live", "serving_state"} and _terminal(target) in GATEWAY_NAMES
+                    or name.value == "gateway" and _terminal(target) == "state"):
+                out.append(f"line {node.lineno}: getattr(..., {name.value!r})")
+    return out
+
+
+def test_the_door_check_sees_each_way_around_it() -> None:
+    """The check below must catch every spelling of going around Gateway, or it proves nothing."""
+    caught = [
+        "from gateway.pipeline import ask",
+        "import gateway.store.guidelines",
+        "from gateway import state",
+        "from gateway.execute.values import dumps",
+        "from ..store import guidelines",
+        "def f():\n    from gateway.state import GatewayState",
+        "x = gateway.state.store",
+        "x = call.gateway.state.target('demo')",
+        "x = gw._state",
+        "x = gateway._may_change(p, None)",
+        "x = request.app.state.service.state",
+        "x = request.app.state.gateway.auth",
+        "x = getattr(getattr(app, 'state', None), 'gateway', None)",
+        "x = getattr(gateway, '_state')",
+        "x = gateway.serving_state()",
+    ]
+    for source in caught:
+        assert around_the_door(source, package="gateway.api"), source
+    allowed = ["from gateway.service import Gateway, to_json", "x = request.state.request_id",
+               "x = dialog.state", "x = app.state.service", "x = gateway.whoami(p)"]
+    for source in allowed:
+        assert not around_the_door(source, package="gateway.api"), source
+
+
+def test_entry_points_call_gateway_only() -> None:
+    """Routes, MCP tools and the console API translate a request into a Gateway call and its result (or
+    error) back; what they may do and what they read is decided behind Gateway, once for every transport."""
+    checked = entry_points()
+    assert len(checked) > 20 and PACKAGE / "api" / "routes_ask.py" in checked and PACKAGE / "mcp" / "tools.py" in checked
+    offenders = {}
+    for path in checked:
+        rel = path.relative_to(PACKAGE)
+        package = ".".join(("gateway", *rel.parts[:-1]))
+        found = around_the_door(path.read_text(), package)
+        if found:
+            offenders[str(rel)] = found
+    assert not offenders, offenders
+
+
+def test_gateway_keeps_its_resources_private() -> None:
+    from gateway.service import Gateway
+
+    assert not hasattr(Gateway, "state"), "Gateway.state is public again: add a Gateway method instead"

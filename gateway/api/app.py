@@ -1,7 +1,8 @@
 """``create_app()``: the FastAPI application, an HTTP adapter over :class:`gateway.service.Gateway`.
 
 The lifespan opens the Gateway (pools, store, LLM client, rules, caches) and hands it to routes as typed
-state (``app.state.service``, its resources on ``app.state.gateway``); nothing is opened at import time.
+state (``app.state.service``; the server plumbing's resources on ``app.state.gateway``); nothing is opened at
+import time.
 """
 
 from __future__ import annotations
@@ -110,12 +111,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         check_exposure(settings)  # without API keys only loopback; with them a store to keep them in
         async with Gateway(settings) as gw, mcp.run():
             app.state.service = gw  # routes and the MCP endpoint are adapters over it
-            app.state.gateway = gw.state  # what the stages take (see gateway.api.deps)
+            serving = gw.serving_state()  # the server plumbing's (authenticating middleware, fast paths)
+            app.state.gateway = serving
             refresher = None
             if metrics.multiprocess_dir() is None:  # one process: its banner (workers: the supervisor's)
-                print_banner(settings, gw.state.extras.get("privileges"))
+                print_banner(settings, serving.extras.get("privileges"))
             if metrics.multiprocess_dir() is not None:  # a worker of serve --workers N
-                refresher = asyncio.create_task(metrics.refresh_pools(gw.state.targets.by_name.values()))
+                refresher = asyncio.create_task(metrics.refresh_pools(serving.targets.by_name.values()))
             try:
                 yield
             finally:

@@ -18,14 +18,13 @@ from fastapi import Depends, Request
 from gateway.api.middleware import UNBOUNDED_PATHS
 from gateway.auth.access import authorize
 from gateway.auth.keys import Principal
+from gateway.service import Gateway
 
 
 async def rate_limit(request: Request, principal: Annotated[Principal, Depends(authorize)]) -> None:
-    limits = getattr(request.app.state.gateway, "rate_limits", None)
-    if limits is None or not limits.enabled:
-        return
     path = getattr(request.scope.get("route"), "path", None)  # not request.url: it parses the whole URL
     if (path if path is not None else request.url.path) in UNBOUNDED_PATHS:
         return
+    gateway: Gateway = request.app.state.service
     client = request.client
-    await limits.admit(principal, client.host if client else "unknown")
+    await gateway.admit(principal, client.host if client else "unknown")  # nothing when no limit is set

@@ -85,7 +85,7 @@ def _decide(example_id: int, decision: Literal["approved", "rejected"], note: st
             reviewer: str | None, config: Path | None) -> None:
     async def work(gateway: Gateway) -> None:
         who = reviewer or f"cli:{getpass.getuser()}"
-        decided = await gateway.review_example(example_id, decision, reviewer=who, note=note)
+        decided = await gateway.review_example_as(example_id, decision, reviewer=who, note=note)
         typer.echo(f"example {decided.id} is {decided.status} (by {decided.reviewed_by})")
     _run(config, work)
 

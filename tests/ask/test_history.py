@@ -37,7 +37,7 @@ async def test_only_the_owner_and_dbas_of_the_database_see_an_answer(demo_dsn: s
             await pool.close()
         q = gw.question("demo", QUESTION, principal=ann)
         answer = await gw.ask(q)
-        await audit_answer(gw.state.store, answer, q)  # as the HTTP and MCP adapters do
+        await audit_answer(gw._live.store, answer, q)  # as the HTTP and MCP adapters do
         request_id = answer.request_id
         mine = await gw.history(principal=ann)
         assert [a["request_id"] for a in mine] == [request_id] and mine[0]["sql"].startswith("SELECT count(*)")
