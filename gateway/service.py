@@ -43,7 +43,7 @@ from gateway.corrections import hand_over
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
 from gateway.execute.readable import readable, restrict
-from gateway.feedback import FeedbackIn, StoredFeedback, Verdict, audit_answer, store_of, submit
+from gateway.feedback import FeedbackIn, Verdict, audit_answer, store_of, submit
 from gateway.llm import open_llm
 from gateway.magic import lifecycle
 from gateway.magic.run import RunReport
@@ -67,6 +67,7 @@ from gateway.state import GatewayState
 from gateway.store import guidelines, regressions
 from gateway.store import templates as templates_store
 from gateway.store.changes import ChangeFeed
+from gateway.store.feedback import StoredFeedback
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 from gateway.store.pool import store_faults
 from gateway.store.regressions import StoredReport

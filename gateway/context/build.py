@@ -106,7 +106,7 @@ EXAMPLE_VERDICTS_KEPT = 1024
 
 def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _Prepared:
     # Kept on the snapshot, so it goes with it on refresh; a reload of the rules replaces it.
-    cached = snapshot.prepared
+    cached: _Prepared | None = snapshot.prepared
     if cached is not None and cached.rules is rules and cached.sample_values == sample_values:
         return cached
     schema = visible_schema(snapshot.schema, rules)

@@ -28,6 +28,7 @@ from typing import Any
 
 from gateway import errors
 from gateway.equivalence import gold_is_ordered, same_result
+from gateway.findings import Finding
 from gateway.llm import LLMClient, LLMReply
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
@@ -43,7 +44,6 @@ from gateway.pipeline.generate import (
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Attempt, Source
 from gateway.pipeline.tally import log_attempt
-from gateway.pipeline.validate import Finding
 from gateway.settings import AskPolicy
 
 log = get_logger(__name__)

@@ -27,7 +27,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot.errors import TokenError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import TokenType  # type: ignore[attr-defined]
 
 from gateway.llm import LLMClient, LLMReply
 from gateway.pipeline import prompts

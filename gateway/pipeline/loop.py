@@ -23,6 +23,7 @@ from gateway import errors, row_policy
 from gateway.client_sql import check_sql
 from gateway.context import Context, build_context
 from gateway.execute import QueryResult, Target
+from gateway.findings import Finding
 from gateway.llm import MIN_CALL_S, LLMClient
 from gateway.masking import hidden_names_of
 from gateway.observability import metrics
@@ -40,7 +41,7 @@ from gateway.pipeline.respond import Answer, Attempt, Source, choose, clarifying
 from gateway.pipeline.tally import log_attempt
 from gateway.pipeline.trusted import answer_trusted
 from gateway.pipeline.trusted import run as run_template
-from gateway.pipeline.validate import Finding, triggers, validate
+from gateway.pipeline.validate import triggers, validate
 from gateway.pipeline.verified import OnAttempt, answer_verified, offline_answers_only
 from gateway.rules import RuleSet
 from gateway.semantic.enforce import semantic_findings
@@ -92,7 +93,7 @@ class _Run:
             # again (gateway.row_policy). A missing claim fails the question: no other SQL could run either.
             run = await row_policy.filtered(self.state, self.q.database, sql, self.q.claims,
                                             check_sql(self.state, sql, self.q.database), bound=args)
-            refused = check(lambda _text: run.verdict, run.sql, self.hidden)  # type: ignore[union-attr]
+            refused = check(lambda _text: run.verdict, run.sql, self.hidden)
         timings["check_ms"] = (time.perf_counter() - started) * 1000
         if refused is not None:
             return [refused], None  # never run
