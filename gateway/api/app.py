@@ -113,7 +113,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.gateway = gw.state  # what the stages take (see gateway.api.deps)
             refresher = None
             if metrics.multiprocess_dir() is None:  # one process: its banner (workers: the supervisor's)
-                print_banner(settings, gw.state.extras.get("privileges"))
+                print_banner(settings, gw.state.privileges.latest)
             if metrics.multiprocess_dir() is not None:  # a worker of serve --workers N
                 refresher = asyncio.create_task(metrics.refresh_pools(gw.state.targets.by_name.values()))
             try:

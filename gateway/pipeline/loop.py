@@ -24,7 +24,7 @@ from gateway.client_sql import check_sql
 from gateway.context import Context, build_context
 from gateway.execute import QueryResult, Target
 from gateway.findings import Finding
-from gateway.llm import MIN_CALL_S, LLMClient
+from gateway.llm import LLM, MIN_CALL_S
 from gateway.masking import hidden_names_of
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
@@ -35,6 +35,7 @@ from gateway.pipeline.check import check
 from gateway.pipeline.execute import INFRASTRUCTURE, execute
 from gateway.pipeline.generate import Drafted, generate, normalize_sql
 from gateway.pipeline.judge import judge
+from gateway.pipeline.ports import Asking
 from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.reflect import guideline_applies, reflect
 from gateway.pipeline.respond import Answer, Attempt, Source, choose, clarifying_answer, status_of
@@ -48,13 +49,12 @@ from gateway.semantic.enforce import semantic_findings
 from gateway.semantic.model import SemanticModel
 from gateway.semantic.registry import EMPTY as EMPTY_MODEL
 from gateway.settings import AskPolicy
-from gateway.state import GatewayState
 from gateway.templates import Template
 
 log = get_logger(__name__)
 
 
-def llm_for(state: GatewayState, target: Target) -> tuple[LLMClient, str]:
+def llm_for(state: Asking, target: Target) -> tuple[LLM, str]:
     """The client and model for a database, or ``llm_not_configured`` naming the settings to set."""
     model = target.settings.ask.model or state.settings.llm.model
     if state.llm is None or model is None:
@@ -69,10 +69,10 @@ def llm_for(state: GatewayState, target: Target) -> tuple[LLMClient, str]:
 class _Run:
     """One question in flight: what every attempt needs."""
 
-    state: GatewayState
+    state: Asking
     q: Question
     target: Target
-    llm: LLMClient | None  # None only for a verified example answered without the LLM
+    llm: LLM | None  # None only for a verified example answered without the LLM
     model: str | None
     policy: AskPolicy
     deadline: float
@@ -106,7 +106,7 @@ class _Run:
         return validate(self.q.question, sql, outcome, self.ruleset) + semantic_findings(self.semantic, sql), outcome
 
 
-async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None,
+async def ask(state: Asking, q: Question, on_attempt: OnAttempt | None = None,
               on_candidates: OnCandidates | None = None, earlier: Earlier = NO_EARLIER) -> Answer:
     """Answer ``q``; ``on_attempt`` sees each attempt as soon as it is validated, ``on_candidates`` the
     candidates' groups once one is chosen (``ask.candidates`` > 1), both for streaming; ``earlier``: what
@@ -278,7 +278,7 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     return answer
 
 
-async def ask_template(state: GatewayState, q: Question, template: Template, values: dict[str, str],
+async def ask_template(state: Asking, q: Question, template: Template, values: dict[str, str],
                        on_attempt: OnAttempt | None = None) -> Answer:
     """Run ``template`` with checked ``values`` for ``q`` (its caller's role and row policy), as a question
     answered by it would be: the ``POST /v1/templates/{name}/run`` answer."""
@@ -292,7 +292,7 @@ async def ask_template(state: GatewayState, q: Question, template: Template, val
     return await run_template(state, q, template, values, policy, on_attempt, runner.check_and_run)
 
 
-async def _compiled(run: _Run, llm: LLMClient, model: str) -> Attempt | None:
+async def _compiled(run: _Run, llm: LLM, model: str) -> Attempt | None:
     """The metric query the LLM picks, compiled from the semantic model and evaluated as attempt 1; None
     when the question goes to ordinary generation (nothing is recorded then)."""
     began = time.perf_counter()

@@ -43,7 +43,7 @@ async def replica(demo_dsn: str, store_dsn: str, **store: object) -> AsyncIterat
 
 
 def feed_of(gateway: Gateway) -> ChangeFeed:
-    feed = gateway.state.extras["changes"]
+    feed = gateway.state.changes
     assert isinstance(feed, ChangeFeed)
     return feed
 
