@@ -39,18 +39,20 @@ from gateway.auth import ALL_DATABASES, ANONYMOUS, Authenticator, Principal, Rol
 from gateway.auth.ownership import Owner, owner_of, reviews
 from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
+from gateway.context.cache import SchemaCache
 from gateway.context.search import active_guideline, rules_summary, search_schema
+from gateway.context.sources import ExamplesSource, FileGuidelineSource, GuidelineSource, NoExamples
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
 from gateway.execute.readable import readable, restrict
 from gateway.learning import promote
-from gateway.learning.corrections import hand_over
-from gateway.learning.feedback import FeedbackIn, StoredFeedback, Verdict, audit_answer, store_of, submit
+from gateway.learning.corrections import CorrectionsSink, MemoryCorrections, hand_over
+from gateway.learning.feedback import FeedbackIn, Verdict, audit_answer, store_of, submit
 from gateway.learning.templates import match_question
 from gateway.llm.client import open_llm
 from gateway.magic import lifecycle
 from gateway.magic.run import RunReport
-from gateway.magic.wiring import open_feedback_store
+from gateway.magic.wiring import open_feedback_store, run_scheduler, store_sources
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.pipeline import Answer, Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
@@ -68,12 +70,13 @@ from gateway.semantic.compile import MetricQuery
 from gateway.settings import Settings
 from gateway.shared_limits import SharedRateLimits
 from gateway.sql import masking, row_policy
-from gateway.sql.client import SqlOutcome, check_sql, run_client_sql, verdict_view
-from gateway.state import GatewayState
-from gateway.store import guidelines, regressions
+from gateway.sql.client import SqlOutcome, allowed_now, check_sql, run_client_sql, verdict_view
+from gateway.state import GatewayState, policy_of
+from gateway.store import Store, guidelines, regressions
 from gateway.store import templates as templates_store
 from gateway.store.changes import ChangeFeed
 from gateway.store.examples import ExampleStatus
+from gateway.store.feedback import StoredFeedback
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
 from gateway.store.pool import store_faults
 from gateway.store.regressions import StoredReport
@@ -98,6 +101,7 @@ if typing.TYPE_CHECKING:  # for the CLI and eval block at the end of Gateway
 
 if TYPE_CHECKING:
     from gateway.auth.signin import ConsoleSignIn
+    from gateway.semantic import SemanticRegistry
     from gateway.settings import OidcSettings
 
 # What adapters hand on to their clients, the types the operations return and their wire encodings, named
@@ -107,7 +111,8 @@ from gateway.execute.values import dumps as dump_json  # noqa: E402
 from gateway.pipeline import Attempt  # noqa: E402
 from gateway.pipeline.respond import sse, to_json  # noqa: E402
 
-__all__ = ["Answer", "Attempt", "Gateway", "QueryResult", "Question", "SqlOutcome", "Thread", "dump_json", "sse",
+__all__ = ["Answer", "Attempt", "Gateway", "GuidelineVersion", "QueryResult", "Question", "Schema", "SqlOutcome",
+           "StoredExample", "Thread", "dump_json", "sse",
            "to_json"]
 
 log = get_logger(__name__)
@@ -155,40 +160,61 @@ class Gateway:
             await stack.aclose()
 
     async def _open(self, stack: AsyncExitStack) -> None:
+        """Open each resource, then build the one frozen :class:`GatewayState` that holds them all."""
         settings = self.settings
         safety.check(_WARM_UP_SQL)
         targets = await Targets.open(settings)
         stack.push_async_callback(targets.close)
-        state = GatewayState(settings=settings, targets=targets)
-        stack.push_async_callback(state.schemas.close)  # schema refreshes in flight end before their pools
+        schemas = SchemaCache(settings.context)
+        stack.push_async_callback(schemas.close)  # schema refreshes in flight end before their pools
         # DBA rules, reloaded when their files change; the last good set of each is saved for the next start
-        state.rules = RulesRegistry(settings.rules_dir, modes={n: d.rules for n, d in settings.databases.items()},
-                                    state_dir=settings.rules_state_dir or default_state_dir(settings.rules_dir))
+        rules = RulesRegistry(settings.rules_dir, modes={n: d.rules for n, d in settings.databases.items()},
+                              state_dir=settings.rules_state_dir or default_state_dir(settings.rules_dir))
         for name in targets.by_name:  # loaded now: start-up says what is served, and the good sets are saved
-            state.rules.status(name)
+            rules.status(name)
+        semantic: SemanticRegistry | None = None
         if settings.semantic_dir is not None:  # metrics, dimensions, synonyms; reloaded like the rules
             from gateway.semantic import SemanticRegistry
 
             saved = (settings.rules_state_dir or default_state_dir(settings.rules_dir)) / "semantic"
-            state.semantic = SemanticRegistry(settings.semantic_dir, state_dir=saved)
-            stack.callback(state.semantic.close)
-        masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
-        state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
-        stack.push_async_callback(state.auth.aclose)  # its connections to the authorization server, if any
+            semantic = SemanticRegistry(settings.semantic_dir, state_dir=saved)
+            stack.callback(semantic.close)
+        # database errors lose hidden names as they become errors
+        masking.install(targets.by_name, functools.partial(policy_of, targets, rules))
+        store: Store | None = None  # opened below; the authenticator and the limits look it up when asked
+        auth = Authenticator(settings.auth, lambda: store)  # API keys, looked up in the store
+        stack.push_async_callback(auth.aclose)  # its connections to the authorization server, if any
         # per key (or address), in memory per process; with backpressure.shared, key and user buckets in the store
-        state.rate_limits = (SharedRateLimits(settings.backpressure, lambda: state.store)
-                             if settings.backpressure.shared else RateLimits(settings.backpressure))
+        rate_limits = (SharedRateLimits(settings.backpressure, lambda: store)
+                       if settings.backpressure.shared else RateLimits(settings.backpressure))
         # None when no endpoint is configured: asking then answers llm_not_configured
-        state.llm = await stack.enter_async_context(open_llm(settings.llm))
-        await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
-        if state.store is not None:  # what other replicas change reaches this one within a second
-            feed = ChangeFeed(settings.store, functools.partial(_changed, state))
-            await feed.start()
-            stack.push_async_callback(feed.close)
-            state.extras["changes"] = feed
+        llm = await stack.enter_async_context(open_llm(settings.llm))
+        store = await stack.enter_async_context(open_feedback_store(settings))  # store.dsn: feedback, MAGIC
+
+        def forget_store() -> None:  # on close, key and limit lookups stop reaching the store before it closes
+            nonlocal store
+            store = None
+
+        stack.callback(forget_store)
+        guidelines: GuidelineSource = FileGuidelineSource(settings.guidelines_dir)
+        examples: ExamplesSource = NoExamples()
+        corrections: CorrectionsSink = MemoryCorrections()
+        changes: ChangeFeed | None = None
+        if store is not None:
+            # approved examples are re-checked against the rules in force when used (cached per policy)
+            guidelines, examples, corrections = store_sources(
+                store, guidelines, lambda database, sql: allowed_now(state, database, sql))
+            # what other replicas change reaches this one within a second (started below)
+            changes = ChangeFeed(settings.store, functools.partial(_changed, auth, guidelines))
+        state = GatewayState(settings=settings, targets=targets, schemas=schemas, guidelines=guidelines,
+                             examples=examples, corrections=corrections, llm=llm, rules=rules, semantic=semantic,
+                             store=store, auth=auth, rate_limits=rate_limits, changes=changes)
+        await stack.enter_async_context(run_scheduler(state))  # MAGIC's regeneration, when configured
+        if changes is not None:
+            await changes.start()
+            stack.push_async_callback(changes.close)
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
         await _load_relations(state)
-        state.extras["started_at"] = time.time()  # uptime on the console's Status page (GET /v1/about)
         self._state = state
         _freeze_heap()
         log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
@@ -272,7 +298,7 @@ class Gateway:
 
         self.check_scope(principal, Operation.SCHEMA)
         state = self._live
-        started = float(state.extras.get("started_at", time.time()))
+        started = state.started_at
         llm = state.settings.llm
         out_llm: dict[str, Any] | None = None
         if state.llm is not None:
@@ -615,7 +641,7 @@ class Gateway:
                            "detail": "no database is configured: add a [databases.NAME] table with a dsn"}
         answers = await asyncio.gather(*(t.ping(timeout=1.0) for t in targets))
         results = {t.name: answer for t, answer in zip(targets, answers, strict=True)}
-        report = state.extras.get("privileges")
+        report = state.privileges.latest
         if report is None or report.stale(state.ruleset):
             report = await report_privileges(state, log_each=False)  # bounded per database
         if report is None:
@@ -633,7 +659,7 @@ class Gateway:
                                 "privileges": privileges}
         if rules:
             body["rules"] = rules
-        feed = state.extras.get("changes")
+        feed = state.changes
         if feed is not None:  # the store versions this replica serves: one behind the others lags
             body["changes"] = feed.report()
         return ready, body
@@ -657,7 +683,7 @@ class Gateway:
         rules = state.ruleset(database)
         folder = state.settings.rules_dir
         problems = check_rules(folder, {database: await introspect(target, everything=True)})
-        report = state.extras.get("privileges")
+        report = state.privileges.latest
         if report is not None and report.stale(state.ruleset):  # after a reload: the findings of the new rules
             report = await report_privileges(state, log_each=False)
         privileges = report.details(database) if report is not None else []
@@ -1004,7 +1030,9 @@ class Gateway:
 
         store = await Store.open(settings.store, apply_migrations=settings.store.migrate_on_start)
         gateway = cls(settings)
-        gateway._state = GatewayState(settings=settings, targets=Targets(), store=store)
+        gateway._state = GatewayState(settings=settings, targets=Targets(), store=store,
+                                      schemas=SchemaCache(settings.context),
+                                      guidelines=FileGuidelineSource(settings.guidelines_dir))
         try:
             yield gateway
         finally:
@@ -1429,12 +1457,12 @@ def _freeze_heap() -> None:
     gc.freeze()
 
 
-def _changed(state: GatewayState, kind: str, detail: str) -> None:
+def _changed(auth: Authenticator, guidelines: GuidelineSource, kind: str, detail: str) -> None:
     """Drop what this replica cached of a change another replica (or the CLI) made in the store."""
-    if kind == "keys" and state.auth is not None:
-        state.auth.forget(detail or None)
+    if kind == "keys":
+        auth.forget(detail or None)
     elif kind == "guidelines":
-        invalidate = getattr(state.guidelines, "invalidate", None)
+        invalidate = getattr(guidelines, "invalidate", None)
         if invalidate is not None:
             invalidate()
     log.info("store_change_applied", kind=kind, detail=detail or "all")

@@ -115,7 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.gateway = serving
             refresher = None
             if metrics.multiprocess_dir() is None:  # one process: its banner (workers: the supervisor's)
-                print_banner(settings, serving.extras.get("privileges"))
+                print_banner(settings, serving.privileges.latest)
             if metrics.multiprocess_dir() is not None:  # a worker of serve --workers N
                 refresher = asyncio.create_task(metrics.refresh_pools(serving.targets.by_name.values()))
             try:

@@ -169,7 +169,7 @@ def _renderer(route: Any) -> Callable[[Any], Awaitable[Response]]:
                                             dump_json=dump_json, **options)
         response: Response = (Response(content=content, media_type="application/json", **args) if dump_json
                               else actual_class(content, **args))
-        if not routing.is_body_allowed_for_status_code(response.status_code):
+        if not routing.is_body_allowed_for_status_code(response.status_code):  # type: ignore[attr-defined]
             response.body = b""
         return response
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import structlog
+from prometheus_client import Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import errors
@@ -379,7 +380,7 @@ def _observe(scope: Scope, status: int, started: float) -> None:
                      "duration_ms": round(elapsed * 1000, 3)})
 
 
-_children: dict[tuple[str, int], tuple[metrics.Counter, metrics.Histogram]] = {}
+_children: dict[tuple[str, int], tuple[Counter, Histogram]] = {}
 
 
 def _addressed_to_loopback(headers: dict[bytes, bytes]) -> None:

@@ -12,13 +12,19 @@ import getpass
 import json
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from gateway import errors
 from gateway.cli.load import load
 from gateway.serving import deadline as request_deadline
+
+if TYPE_CHECKING:  # imported when a command runs: `--help` stays fast
+    from gateway.auth import Principal
+    from gateway.service import Gateway
+
+    Session = tuple[Gateway, Principal]  # the open gateway and the local admin a command acts as
 
 app = typer.Typer(name="templates", help="Trusted answers: DBA templates (parameterized SQL with example "
                   "questions) that answer matching questions without the LLM; suggestions from the log.",
@@ -29,7 +35,7 @@ ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="TOML 
 DatabaseOption = Annotated[str | None, typer.Option("--database", "-d", help="Only this database.")]
 
 
-def _run(config: Path | None, work: Callable[[Any], Coroutine[Any, Any, None]]) -> None:
+def _run(config: Path | None, work: Callable[[Session], Coroutine[Any, Any, None]]) -> None:
     from gateway.auth import ANONYMOUS, Principal
     from gateway.service import Gateway
 
@@ -71,7 +77,7 @@ def list_templates(database: DatabaseOption = None,
                    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
                    config: ConfigOption = None) -> None:
     """List the templates: name, database, uses and the first question."""
-    async def work(ctx: Any) -> None:
+    async def work(ctx: Session) -> None:
         gateway, me = ctx
         for t in await gateway.templates(database, principal=me):
             typer.echo(json.dumps(t) if as_json else f"{t['name']:<28} {t['database']:<12} {t['uses']:>6}  "
@@ -82,7 +88,7 @@ def list_templates(database: DatabaseOption = None,
 @app.command()
 def show(name: Annotated[str, typer.Argument(help="The template's name.")], config: ConfigOption = None) -> None:
     """One template as JSON: SQL, parameters (column, type, default, known values), questions, usage."""
-    async def work(ctx: Any) -> None:
+    async def work(ctx: Session) -> None:
         gateway, me = ctx
         typer.echo(json.dumps(await gateway.template(name, principal=me), indent=2))
     _run(config, work)
@@ -113,7 +119,7 @@ def create(
             raise typer.Exit(2)
         parameters.append({"name": pname, "column": column, **({"default": default} if sep else {})})
 
-    async def work(ctx: Any) -> None:
+    async def work(ctx: Session) -> None:
         gateway, me = ctx
         made = await gateway.create_template(database, name, sql=sql, parameters=parameters,
                                              questions=question or [], description=description,
@@ -125,7 +131,7 @@ def create(
 @app.command()
 def delete(name: Annotated[str, typer.Argument(help="The template's name.")], config: ConfigOption = None) -> None:
     """Delete a template: its questions go back to the LLM."""
-    async def work(ctx: Any) -> None:
+    async def work(ctx: Session) -> None:
         gateway, me = ctx
         await gateway.delete_template(name, principal=me)
         typer.echo(f"template {name} deleted")
@@ -140,7 +146,7 @@ def run(name: Annotated[str, typer.Argument(help="The template's name.")],
     """Run a template with chosen values; prints the trusted answer as JSON."""
     values = _pairs(value or [], "--set")
 
-    async def work(ctx: Any) -> None:
+    async def work(ctx: Session) -> None:
         gateway, me = ctx
         answer = await gateway.run_template(name, values, principal=me)
         typer.echo(json.dumps({k: v for k, v in answer.as_dict().items() if k != "attempts"}, default=str))
@@ -152,7 +158,7 @@ def suggest(database: DatabaseOption = None,
             limit: Annotated[int, typer.Option(help="At most this many.", min=1)] = 20,
             config: ConfigOption = None) -> None:
     """Questions asked often whose answers were marked correct or approved: asked, confirmed, approved, question."""
-    async def work(ctx: Any) -> None:
+    async def work(ctx: Session) -> None:
         gateway, me = ctx
         for s in await gateway.template_suggestions(database, limit=limit, principal=me):
             example = f"example {s['example_id']}" if s["example_id"] else "no example"

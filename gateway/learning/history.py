@@ -21,7 +21,7 @@ from gateway import errors
 from gateway.auth import ALL_DATABASES, Principal, Role
 from gateway.auth.ownership import owner_of
 from gateway.learning.feedback import store_of
-from gateway.state import GatewayState
+from gateway.pipeline.ports import Stored
 from gateway.store import audit
 from gateway.store.pool import store_faults
 
@@ -37,7 +37,7 @@ def may_see(principal: Principal, entry: audit.AuditEntry) -> bool:
     return principal.role.allows(Role.DBA) and not principal.claims
 
 
-async def recent(state: GatewayState, principal: Principal, limit: int) -> list[dict[str, Any]]:
+async def recent(state: Stored, principal: Principal, limit: int) -> list[dict[str, Any]]:
     """The principal's own latest answers, newest first (at most ``limit``, capped at HISTORY_MAX), in the
     databases it may still use."""
     store = store_of(state.store)
@@ -47,7 +47,7 @@ async def recent(state: GatewayState, principal: Principal, limit: int) -> list[
     return [a.as_dict() for a in found if principal.may_use(a.entry.database)]
 
 
-async def one(state: GatewayState, principal: Principal, request_id: str) -> dict[str, Any]:
+async def one(state: Stored, principal: Principal, request_id: str) -> dict[str, Any]:
     """The audited answer under ``request_id`` when the principal may see it; ``unknown_request`` otherwise."""
     store = store_of(state.store)
     with store_faults("the answer could not be read"):

@@ -18,10 +18,10 @@ from pglast import parser as pg
 
 from gateway import errors, safety
 from gateway.learning.templates import NAME, DefinitionError, Parameter, Template, check_questions, param_type
+from gateway.pipeline.ports import Asking
 from gateway.pipeline.question import Question
 from gateway.pipeline.trusted import Domain, domain, forget
 from gateway.sql.client import check_sql
-from gateway.state import GatewayState
 from gateway.store import Store
 from gateway.store import examples as stored_examples
 from gateway.store import templates as stored
@@ -47,7 +47,7 @@ def parameter_numbers(sql: str) -> list[int]:
     return sorted(found)
 
 
-def definition(state: GatewayState, dom: Domain, *, name: str, database: str, sql: str,
+def definition(state: Asking, dom: Domain, *, name: str, database: str, sql: str,
                parameters: list[dict[str, Any]], questions: list[str], description: str) -> Template:
     """The template, or ``template_invalid`` saying what to change (everything but running it)."""
     if not NAME.fullmatch(name):
@@ -94,7 +94,7 @@ def definition(state: GatewayState, dom: Domain, *, name: str, database: str, sq
     return Template(name, database, sql, tuple(params), slotted, description)
 
 
-async def create(state: GatewayState, store: Store, q: Question, *, name: str, sql: str | None,
+async def create(state: Asking, store: Store, q: Question, *, name: str, sql: str | None,
                  parameters: list[dict[str, Any]], questions: list[str], description: str,
                  example_id: int | None, created_by: str, may_use: Any) -> dict[str, Any]:
     """Check, try and store a template (``q``: the creator as a question asker, for the trial run)."""
@@ -165,7 +165,7 @@ def view(template: Template, dom: Domain, *, full: bool, saved: Any = None, clai
     return out
 
 
-async def listing(state: GatewayState, store: Store, databases: list[str], *, role: str | None,
+async def listing(state: Asking, store: Store, databases: list[str], *, role: str | None,
                   claims: tuple[tuple[str, str], ...], full: bool) -> list[dict[str, Any]]:
     """The templates of ``databases`` available to the caller (reading nothing it may not read), by name."""
     out: list[dict[str, Any]] = []
@@ -182,7 +182,7 @@ async def listing(state: GatewayState, store: Store, databases: list[str], *, ro
     return sorted(out, key=lambda t: t["name"])
 
 
-async def available(state: GatewayState, store: Store, name: str, *, may_use: Any, role: str | None,
+async def available(state: Asking, store: Store, name: str, *, may_use: Any, role: str | None,
                     claims: tuple[tuple[str, str], ...]) -> tuple[Template, Any, Domain]:
     """The template named ``name`` if this caller may use it; ``unknown_template`` otherwise (the same
     answer whether it does not exist, belongs to another database or reads what the caller may not)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gateway import errors
 from gateway.observability.logging import get_logger
-from gateway.state import GatewayState
+from gateway.pipeline.ports import Templates
 from gateway.store.examples import question_key
 
 log = get_logger(__name__)
@@ -31,10 +31,10 @@ class Starter:
         return {"question": self.question, "source": self.source}
 
 
-Source = Callable[[GatewayState, str, int, str | None], Awaitable[list[Starter]]]  # ..., role
+Source = Callable[[Templates, str, int, str | None], Awaitable[list[Starter]]]  # ..., role
 
 
-async def template_starters(state: GatewayState, database: str, limit: int, role: str | None) -> list[Starter]:
+async def template_starters(state: Templates, database: str, limit: int, role: str | None) -> list[Starter]:
     """The templates ``role`` may use that have a default for every parameter, asked with those defaults."""
     from gateway.pipeline.trusted import domain, templates_of
 
@@ -53,7 +53,7 @@ async def template_starters(state: GatewayState, database: str, limit: int, role
             for t in found if dom.available(t) and all(dom.shows_default(p.column) for p in t.parameters)][:limit]
 
 
-async def verified_starters(state: GatewayState, database: str, limit: int, role: str | None) -> list[Starter]:
+async def verified_starters(state: Templates, database: str, limit: int, role: str | None) -> list[Starter]:
     """The database's verified questions, oldest first, whose SQL reads only what ``role`` may read and no
     table whose rows depend on the reader (a stored question's words may spell another tenant's values, as
     the few-shot examples' rule in :mod:`gateway.context.build` says); none without a store."""
@@ -76,7 +76,7 @@ async def verified_starters(state: GatewayState, database: str, limit: int, role
 SOURCES: tuple[Source, ...] = (template_starters, verified_starters)
 
 
-async def starter_questions(state: GatewayState, database: str, *, role: str | None = None,
+async def starter_questions(state: Templates, database: str, *, role: str | None = None,
                             claims: tuple[tuple[str, str], ...] = (), limit: int = STARTERS_SHOWN,
                             sources: tuple[Source, ...] = SOURCES) -> list[Starter]:
     """Up to ``limit`` starters for ``database``, from ``sources`` in order, as the Postgres ``role`` may read.

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 
@@ -46,6 +46,22 @@ class LLMReply:
     completion_tokens: int
     llm_ms: float  # wall time of the call, retries and semaphore wait included
     model: str
+
+
+class LLM(Protocol):
+    """What the stages need of a language model: one chat completion (:class:`LLMClient` is one; the eval
+    harness wraps it). Stages take this, so a test or a wrapper can stand in for the client."""
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        purpose: str,
+        model: str,
+        temperature: float | None = None,
+        deadline: float | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> LLMReply: ...
 
 
 class LLMClient:

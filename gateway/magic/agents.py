@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gateway.llm.client import LLMClient
+from gateway.llm.client import LLM
 from gateway.llm.untrusted import RULE, data_block
 from gateway.magic import prompts
 from gateway.pipeline.generate import extract_sql
@@ -36,7 +36,7 @@ class Case:
 class Agents:
     """The LLM behind every agent, with a call counter for run reports and benchmarks."""
 
-    llm: LLMClient
+    llm: LLM
     model: str
     calls: int = 0
     by_purpose: dict[str, int] = field(default_factory=dict)

@@ -24,11 +24,12 @@ log = get_logger(__name__)
 
 
 class Databases(Protocol):
-    """What the client-SQL path needs of the configured databases (a :class:`~gateway.state.GatewayState`
-    is one): the target, the safety policy in force (settings plus rules), the rules (row filters) and the row
-    cap in force."""
+    """What the client-SQL path needs of the configured databases (the gateway's resources are one): the
+    target, the safety policy in force (settings plus rules), the rules (row filters), the row cap in force
+    and the relations the row filters were last loaded against."""
 
-    extras: dict[str, Any]
+    @property
+    def relation_cache(self) -> row_policy.RelationCache: ...
 
     def ruleset(self, name: str) -> RuleSet: ...
 

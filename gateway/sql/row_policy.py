@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from gateway import errors, safety
 from gateway.execute import Target
@@ -28,11 +28,14 @@ from gateway.rules.row_filters import ClaimMissing, Relation, Unenforceable, rew
 from gateway.safety.statement import char_offset
 
 TTL_S = 30.0
-_KEY = "row_filter_relations"
+
+
+RelationCache = dict[str, tuple[float, tuple[Relation, ...]]]
 
 
 class Databases(Protocol):
-    extras: dict[str, Any]
+    @property
+    def relation_cache(self) -> RelationCache: ...
 
     def target(self, name: str) -> Target: ...
 
@@ -57,7 +60,7 @@ def has_row_filters(databases: Databases, database: str) -> bool:
 
 async def relations(databases: Databases, database: str) -> tuple[Relation, ...]:
     """The database's relations as its pool's role sees them, at most ``TTL_S`` old."""
-    cache: dict[str, tuple[float, tuple[Relation, ...]]] = databases.extras.setdefault(_KEY, {})
+    cache = databases.relation_cache
     hit = cache.get(database)
     if hit is not None and time.monotonic() - hit[0] < TTL_S:
         return hit[1]
@@ -72,7 +75,7 @@ async def relations(databases: Databases, database: str) -> tuple[Relation, ...]
 
 def cached_relations(databases: Databases, database: str) -> tuple[Relation, ...] | None:
     """The relations last loaded, however old (None when never loaded): for the synchronous ``check``."""
-    hit = databases.extras.get(_KEY, {}).get(database)
+    hit = databases.relation_cache.get(database)
     return None if hit is None else hit[1]
 
 

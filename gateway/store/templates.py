@@ -67,7 +67,7 @@ async def list_all(db: Db, database: str | None = None) -> list[StoredTemplate]:
 
 
 async def delete(db: Db, name: str) -> bool:
-    return (await db.execute("DELETE FROM templates WHERE name = $1", name)) != "DELETE 0"
+    return bool((await db.execute("DELETE FROM templates WHERE name = $1", name)) != "DELETE 0")
 
 
 async def used(db: Db, name: str) -> None:

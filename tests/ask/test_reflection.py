@@ -120,7 +120,7 @@ async def test_a_failing_sink_never_costs_the_answer(demo_dsn: str, llm: Scripte
 
     script(llm, sql("SELECT count(*) FROM orderz"), sql("SELECT count(*) AS n FROM orders"))
     async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, state):
-        state.corrections = Broken()
+        object.__setattr__(state, "corrections", Broken())  # the state is frozen; the test swaps in a double
         response = await post_ask(http, "How many orders are there?")
     assert response.status_code == 200 and response.json()["status"] == "ok"
 

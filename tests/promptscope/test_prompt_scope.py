@@ -57,7 +57,7 @@ async def ask(gw: Gateway, llm: ScriptedLLM, question: str, database: str = "dem
 
 async def test_a_restricted_role_sees_only_what_it_may_read(gateway: Gateway, roles: Roles,
                                                             llm: ScriptedLLM) -> None:
-    gateway._live.examples = SharedExamples()
+    object.__setattr__(gateway._live, "examples", SharedExamples())  # frozen state: a test double swapped in
     gateway._live.settings.context.examples = 4
     text = await ask(gateway, llm, QUESTION, pg_role=roles.orders_only)
     for word in UNREADABLE:
@@ -94,7 +94,7 @@ async def test_adapters_show_a_restricted_role_only_what_it_may_read(gateway: Ga
 
 
 async def test_row_policy_values_reach_no_other_tenant(gateway: Gateway, roles: Roles, llm: ScriptedLLM) -> None:
-    gateway._live.examples = SharedExamples()  # an example over a row-secured table is not shown either
+    object.__setattr__(gateway._live, "examples", SharedExamples())  # an example over a row-secured table is not shown either
     tenant_1 = {"pg_role": roles.tenant, "claims": (("tenant_id", "1"),)}
     text = await ask(gateway, llm, f"How many accounts does {TENANT_2[0]} have, and {TENANT_2[1]}?", "tenants",
                      **tenant_1)

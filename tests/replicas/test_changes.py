@@ -43,7 +43,7 @@ async def replica(demo_dsn: str, store_dsn: str, **store: object) -> AsyncIterat
 
 
 def feed_of(gateway: Gateway) -> ChangeFeed:
-    feed = gateway._live.extras["changes"]
+    feed = gateway._live.changes
     assert isinstance(feed, ChangeFeed)
     return feed
 
