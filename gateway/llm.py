@@ -25,11 +25,11 @@ import openai
 
 from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.backpressure import WaitBound
 from gateway.breaker import Breaker
 from gateway.llm_pool import LLMPools
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.serving.backpressure import WaitBound
 from gateway.settings import LLMSettings
 
 log = get_logger(__name__)

@@ -36,7 +36,6 @@ from typing import Any
 from gateway import __version__, errors, masking, promote, row_policy, safety
 from gateway.auth import ANONYMOUS, Authenticator, Principal, Role, scopes
 from gateway.auth.scopes import Operation
-from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
 from gateway.context.search import active_guideline, rules_summary, search_schema
 from gateway.corrections import hand_over
@@ -61,8 +60,9 @@ from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
 from gateway.semantic.compile import MetricQuery
+from gateway.serving.backpressure import RateLimits
+from gateway.serving.shared_limits import SharedRateLimits
 from gateway.settings import Settings
-from gateway.shared_limits import SharedRateLimits
 from gateway.state import GatewayState
 from gateway.store import guidelines, regressions
 from gateway.store import templates as templates_store

@@ -19,10 +19,10 @@ from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from gateway.auth import Authenticator
-    from gateway.backpressure import RateLimits
     from gateway.llm import LLMClient
     from gateway.pipeline.tally import Tally
     from gateway.semantic import SemanticModel, SemanticRegistry
+    from gateway.serving.backpressure import RateLimits
     from gateway.store import Store
 
 
@@ -48,7 +48,7 @@ class GatewayState:
     store: Store | None = None
     # Access control: API keys checked against the store (or everyone is admin, with auth off on loopback).
     auth: Authenticator | None = None
-    # Per-key (or per-address) token buckets, in memory per replica; see gateway.backpressure.
+    # Per-key (or per-address) token buckets, in memory per replica; see gateway.serving.backpressure.
     rate_limits: RateLimits | None = None
     # Running totals behind the first- and final-pass ratio gauges (set in __post_init__).
     tally: Tally = None  # type: ignore[assignment]
