@@ -52,7 +52,7 @@ from gateway.serving.compat import fastpath_missing
 
 _REQUEST = -1  # an argument that is the request itself, not a dependency's result
 _JSON = b"application/json"
-Handler = Callable[[Request, Exception], Any]
+Handler = Callable[..., Any]  # (request, exc) -> response, sync or async
 
 
 class _Unsupported(Exception):
