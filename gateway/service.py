@@ -38,7 +38,6 @@ from gateway import __version__, errors, safety
 from gateway.auth import ALL_DATABASES, ANONYMOUS, Authenticator, Principal, Role, scopes
 from gateway.auth.ownership import Owner, owner_of, reviews
 from gateway.auth.scopes import Operation
-from gateway.backpressure import RateLimits
 from gateway.context.cache import SchemaCache
 from gateway.context.search import active_guideline, rules_summary, search_schema
 from gateway.context.sources import ExamplesSource, FileGuidelineSource, GuidelineSource, NoExamples
@@ -67,8 +66,9 @@ from gateway.rules import RulesRegistry, visible_schema
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
 from gateway.semantic.compile import MetricQuery
+from gateway.serving.backpressure import RateLimits
+from gateway.serving.shared_limits import SharedRateLimits
 from gateway.settings import Settings
-from gateway.shared_limits import SharedRateLimits
 from gateway.sql import masking, row_policy
 from gateway.sql.client import SqlOutcome, allowed_now, check_sql, run_client_sql, verdict_view
 from gateway.state import GatewayState, policy_of

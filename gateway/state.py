@@ -21,7 +21,6 @@ from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from gateway.auth import Authenticator
-    from gateway.backpressure import RateLimits
     from gateway.learning.templates import Template
     from gateway.llm.client import LLMClient
     from gateway.pipeline.tally import Tally
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from gateway.rules.grants import PrivilegeBoard
     from gateway.rules.row_filters import Relation
     from gateway.semantic import SemanticModel, SemanticRegistry
+    from gateway.serving.backpressure import RateLimits
     from gateway.store import Store
     from gateway.store.changes import ChangeFeed
 
@@ -63,7 +63,7 @@ class GatewayState:
     store: Store | None = None
     # Access control: API keys checked against the store (or everyone is admin, with auth off on loopback).
     auth: Authenticator | None = None
-    # Per-key (or per-address) token buckets, in memory per replica; see gateway.backpressure.
+    # Per-key (or per-address) token buckets, in memory per replica; see gateway.serving.backpressure.
     rate_limits: RateLimits | None = None
     # What other replicas change in the store reaches this one through it; None without a store.
     changes: ChangeFeed | None = None

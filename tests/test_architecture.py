@@ -169,13 +169,10 @@ def test_no_stage_signature_takes_an_untyped_context_or_the_concrete_llm_client(
 
 # gateway/'s top level is the package face (__init__, __main__), settings, errors, ``Gateway`` (service), its
 # state, the finding registry and at most one more; everything else lives in a folder named for what it serves.
-# backpressure.py and shared_limits.py move to gateway/serving/ on the serving branch: counted apart until it is
-# merged (then empty this set).
-NOT_YET_MOVED = {"backpressure.py", "shared_limits.py"}
 
 
 def test_the_top_level_holds_only_the_package_face() -> None:
-    top = {p.name for p in PACKAGE.glob("*.py")} - NOT_YET_MOVED
+    top = {p.name for p in PACKAGE.glob("*.py")}
     assert {"__init__.py", "__main__.py", "settings.py", "errors.py", "service.py", "findings.py"} <= top
     assert len(top) <= 8, f"{len(top)} modules at gateway/'s top level: {sorted(top)}"
 
@@ -407,8 +404,8 @@ def test_the_commands_constants_match_the_stores() -> None:
 # which decides (authorization once) and hands back results, the types they hold and their wire encodings.
 BELOW_THE_DOOR = ("gateway.pipeline", "gateway.execute", "gateway.store", "gateway.state")
 # Server plumbing, not routing: the app's lifespan hands the resources to the authenticating middleware and the
-# fast paths (Gateway.serving_state); these move to their own package (issue 26, item 4).
-SERVING = {"api/app.py", "api/fastpath.py", "api/server.py", "api/middleware.py"}
+# fast paths (Gateway.serving_state); the rest of the plumbing lives in gateway/serving/.
+SERVING = {"api/app.py"}
 # How adapters name the Gateway they hold: gateway, gw, call.gateway, app.state.service ...
 GATEWAY_NAMES = {"gateway", "gw", "service", "call_gateway"}
 

@@ -131,10 +131,10 @@ def _no_databases(config: Path | None) -> None:
 
 
 def _serve(settings: Settings) -> None:
-    from gateway.api import server
     from gateway.api.app import create_app
     from gateway.auth import check_exposure
     from gateway.observability.logging import configure_logging
+    from gateway.serving import server
     from gateway.serving.ports import ensure_port_free
 
     try:

@@ -24,12 +24,12 @@ from typing import Any, Protocol
 import openai
 
 from gateway import errors
-from gateway.backpressure import WaitBound
 from gateway.llm.breaker import Breaker
 from gateway.llm.pool import LLMPools
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.serving import deadline as request_deadline
+from gateway.serving.backpressure import WaitBound
 from gateway.settings import LLMSettings
 
 log = get_logger(__name__)

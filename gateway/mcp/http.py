@@ -40,11 +40,11 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway import errors
-from gateway.api.middleware import replay
 from gateway.api.problems import challenge_of, problem_response
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.scopes import Operation
 from gateway.service import Gateway
+from gateway.serving.admission import replay
 from gateway.settings import Settings
 
 if TYPE_CHECKING:

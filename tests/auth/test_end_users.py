@@ -14,8 +14,8 @@ import pytest
 
 from gateway import errors
 from gateway.auth import Principal, Role
-from gateway.backpressure import RateLimits
 from gateway.service import Gateway as PyGateway
+from gateway.serving.backpressure import RateLimits
 from gateway.settings import BackpressureSettings, LLMSettings, RateLimit, Settings, StoreSettings
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.auth.conftest import Gateway, auth_settings, bearer

@@ -23,10 +23,10 @@ from collections.abc import Callable
 
 from gateway import errors
 from gateway.auth.keys import Principal
-from gateway.backpressure import RateLimits
 from gateway.execute import faults
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.serving.backpressure import RateLimits
 from gateway.settings import BackpressureSettings
 from gateway.store import Store, buckets
 

@@ -24,10 +24,15 @@ dependencies or the endpoint go through the app's own exception handlers (looked
 ``ExceptionMiddleware`` does), so a problem response is the same on both paths; tests/api/test_fastpath.py
 sends the same requests both ways and compares the answers. The table is dropped when
 ``app.router.routes`` changes.
+
+The FastAPI internals read here (route and dependant attributes, ``fastapi.routing.serialize_response``) are
+checked once against the installed FastAPI (:func:`gateway.serving.compat.fastpath_missing`): when one is
+missing nothing is compiled, one warning says what, and every request takes FastAPI's path.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -36,20 +41,18 @@ from typing import Any
 import pydantic
 from fastapi import FastAPI, routing
 from fastapi.datastructures import DefaultPlaceholder
-from starlette._utils import is_async_callable
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
+from starlette.exceptions import HTTPException, WebSocketException
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from gateway.serving.compat import fastpath_missing
+
 _REQUEST = -1  # an argument that is the request itself, not a dependency's result
 _JSON = b"application/json"
-# FastAPI's own response rendering, called with the route's options; without it (an older FastAPI) nothing
-# is compiled and every request takes FastAPI's path.
-_serialize_response: Callable[..., Awaitable[Any]] | None = getattr(routing, "serialize_response", None)
-_RENDERS = _serialize_response is not None and "dump_json" in inspect.signature(_serialize_response).parameters
+Handler = Callable[..., Any]  # (request, exc) -> response, sync or async
 
 
 class _Unsupported(Exception):
@@ -160,12 +163,12 @@ def _renderer(route: Any) -> Callable[[Any], Awaitable[Response]]:
                "by_alias": route.response_model_by_alias, "exclude_unset": route.response_model_exclude_unset,
                "exclude_defaults": route.response_model_exclude_defaults,
                "exclude_none": route.response_model_exclude_none}
-    assert _serialize_response is not None
+    serialize_response: Callable[..., Awaitable[Any]] = routing.serialize_response  # checked by compat
 
     async def render(raw: Any) -> Response:
         if isinstance(raw, Response):
             return raw  # its background stays as set: FastAPI only fills in the (absent) background tasks
-        content = await _serialize_response(field=field, response_content=raw, is_coroutine=True,
+        content = await serialize_response(field=field, response_content=raw, is_coroutine=True,
                                             dump_json=dump_json, **options)
         response: Response = (Response(content=content, media_type="application/json", **args) if dump_json
                               else actual_class(content, **args))
@@ -179,8 +182,8 @@ def _renderer(route: Any) -> Callable[[Any], Awaitable[Response]]:
 def compile_route(route: Any, original: Any) -> CompiledRoute:
     """``route``: the route FastAPI resolved (with the app's and router's dependencies); ``original``: what
     FastAPI put in ``scope["route"]``. Raises :class:`_Unsupported` for anything not mirrored exactly."""
-    if not _RENDERS:
-        raise _Unsupported("unknown FastAPI response rendering")
+    if fastpath_missing() is not None:
+        raise _Unsupported("an internal of the installed FastAPI is missing")
     if getattr(route, "param_convertors", None) or getattr(route, "max_body_size", None) is not None:
         raise _Unsupported("path parameters or a route body limit")
     if getattr(route, "is_sse_stream", False) or getattr(route, "is_json_stream", False) \
@@ -216,14 +219,16 @@ class FastRoutes:
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
+        # False when the installed FastAPI lacks an internal mirrored here (logged once by compat).
+        self.supported = fastpath_missing() is None
         self.served = 0  # requests answered here, for tests
         self._table: dict[tuple[str, str], CompiledRoute | None] = {}
         self._routes: Sequence[Any] | None = None
         self._count = -1
-        self._handlers: ExceptionMiddleware | None = None
+        self._handlers: tuple[dict[int, Handler], dict[type[BaseException], Handler]] | None = None
 
     def lookup(self, scope: Scope) -> CompiledRoute | None:
-        if not self.enabled:
+        if not (self.enabled and self.supported):
             return None
         app = scope.get("app")
         # Only under the gateway's app with FastAPI's OpenTelemetry off (gateway.api.app.GatewayApp decides
@@ -242,7 +247,7 @@ class FastRoutes:
 
     def learn(self, scope: Scope) -> None:
         """After FastAPI served a request: remember its route for this exact method and path."""
-        if not self.enabled or not isinstance(scope.get("app"), FastAPI):
+        if not (self.enabled and self.supported) or not isinstance(scope.get("app"), FastAPI):
             return
         key = (scope["method"], scope["path"])
         if key in self._table or len(self._table) >= 256:
@@ -261,12 +266,23 @@ class FastRoutes:
         except Exception:  # noqa: BLE001 - an unexpected shape is simply not compiled
             self._table[key] = None
 
-    def _installed(self, app: FastAPI) -> ExceptionMiddleware:
-        """The app's exception handlers as FastAPI installs them in its ExceptionMiddleware (``Exception``
-        itself is the caller's: on FastAPI's path it reaches the gateway middleware too)."""
+    def _installed(self, app: FastAPI) -> tuple[dict[int, Handler], dict[type[BaseException], Handler]]:
+        """The app's exception handlers as FastAPI installs them in Starlette's ExceptionMiddleware, by status
+        and by class, with that middleware's own defaults (``Exception`` itself is the caller's: on FastAPI's
+        path it reaches the gateway middleware too). Built from public names only."""
         if self._handlers is None:
-            handlers = {key: value for key, value in app.exception_handlers.items() if key not in (500, Exception)}
-            self._handlers = ExceptionMiddleware(_unreachable, handlers=handlers, debug=app.debug)
+            defaults = ExceptionMiddleware(_unreachable, debug=app.debug)
+            by_status: dict[int, Handler] = {}
+            by_class: dict[type[BaseException], Handler] = {
+                HTTPException: defaults.http_exception, WebSocketException: defaults.websocket_exception}
+            for key, value in app.exception_handlers.items():
+                if key in (500, Exception):
+                    continue
+                if isinstance(key, int):
+                    by_status[key] = value
+                else:
+                    by_class[key] = value
+            self._handlers = by_status, by_class
         return self._handlers
 
     async def serve(self, compiled: CompiledRoute, scope: Scope, body: bytes, receive: Receive, send: Send,
@@ -298,17 +314,15 @@ class FastRoutes:
             await _run(compiled, request, value, sender)
         except Exception as exc:
             # What starlette._exception_handler.wrap_app_handling_exceptions does around FastAPI's route.
-            handlers = self._installed(app)
-            handler: Any = handlers._status_handlers.get(exc.status_code) if isinstance(exc, HTTPException) \
-                else None
+            by_status, by_class = self._installed(app)
+            handler: Any = by_status.get(exc.status_code) if isinstance(exc, HTTPException) else None
             if handler is None:
-                handler = next((handlers._exception_handlers[cls] for cls in type(exc).__mro__
-                                if cls in handlers._exception_handlers), None)
+                handler = next((by_class[cls] for cls in type(exc).__mro__ if cls in by_class), None)
             if handler is None:
                 raise
             if started:
                 raise RuntimeError("Caught handled exception, but response already started.") from exc
-            if is_async_callable(handler):
+            if _is_async(handler):
                 response = await handler(request, exc)
             else:
                 response = await run_in_threadpool(handler, request, exc)
@@ -326,6 +340,14 @@ async def _run(compiled: CompiledRoute, request: Request, value: pydantic.BaseMo
     kwargs[compiled.body_name] = value
     response = await compiled.render(await compiled.endpoint.call(**kwargs))
     await response(request.scope, request.receive, send)
+
+
+def _is_async(handler: Any) -> bool:
+    """Whether calling ``handler`` returns an awaitable (Starlette asks the same of its handlers)."""
+    while isinstance(handler, functools.partial):
+        handler = handler.func
+    return inspect.iscoroutinefunction(handler) or (
+        callable(handler) and inspect.iscoroutinefunction(getattr(handler, "__call__", None)))  # noqa: B004
 
 
 async def _unreachable(scope: Scope, receive: Receive, send: Send) -> None:  # pragma: no cover

@@ -7,7 +7,7 @@ Admission runs in this order, each step refusing with a problem before the next 
 1. draining after SIGTERM: 503 ``shutting_down`` (the connection is closed after the answer);
 2. the media type: 415;
 3. the API key, checked before the request holds anything; an address that keeps sending bad keys spends a
-   small budget (:class:`gateway.backpressure.Strangers`) and then answers 429 without a key lookup (the
+   small budget (:class:`gateway.serving.backpressure.Strangers`) and then answers 429 without a key lookup (the
    console's static files under ``/console`` need no key: the page must load before anyone can sign in);
 4. the body, read whole within ``server.body_timeout_s`` (408 ``request_timeout``) and
    ``server.max_body_bytes`` (413);
@@ -22,8 +22,8 @@ it, whatever still runs is cancelled and the request answers 504 ``deadline_exce
 already started gets a last ``problem`` event instead). Work after the response is complete (background
 tasks, each with bounds of its own) is not cut short.
 
-The request line and headers are bounded before the app is called at all (:mod:`gateway.api.server`).
-An admitted request to a compiled route (:mod:`gateway.api.fastpath`: ``POST /v1/sql`` and the like) is
+The request line and headers are bounded before the app is called at all (:mod:`gateway.serving.server`).
+An admitted request to a compiled route (:mod:`gateway.serving.fastpath`: ``POST /v1/sql`` and the like) is
 served without FastAPI's routing and dependency machinery, with the same answers.
 """
 
@@ -43,14 +43,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import errors
 from gateway.api.console import is_console
-from gateway.api.fastpath import CompiledRoute, FastRoutes
 from gateway.api.problems import challenge_of, problem_response
 from gateway.auth.authenticator import is_loopback
 from gateway.auth.resource import METADATA_PATHS
-from gateway.backpressure import InFlight, KeyInFlight, Strangers
 from gateway.observability import latency, metrics
 from gateway.observability.logging import get_logger, log_request
 from gateway.serving import deadline
+from gateway.serving.backpressure import InFlight, KeyInFlight, Strangers
+from gateway.serving.fastpath import CompiledRoute, FastRoutes
 
 if TYPE_CHECKING:
     from gateway.auth import Authenticator
@@ -62,7 +62,7 @@ UNBOUNDED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 # Bounded like any request, but served without a key (gateway.auth.access.PUBLIC_ROUTES lists them too).
 UNAUTHENTICATED_PATHS = frozenset(METADATA_PATHS)
 _JSON = b"application/json"
-# Set by the server (gateway.api.server) once a request's body is all in: reading it cannot wait on the client.
+# Set by the server (gateway.serving.server) once a request's body is all in: reading it cannot wait on the client.
 BODY_READ = "gateway.body_read"  # the one body type compiled routes take; anything else goes through FastAPI
 
 
@@ -89,7 +89,7 @@ os.register_at_fork(after_in_child=_forget_random)  # a forked child must not ha
 
 
 class Drain:
-    """Set once when the server starts shutting down (:mod:`gateway.api.server` sets it on SIGTERM)."""
+    """Set once when the server starts shutting down (:mod:`gateway.serving.server` sets it on SIGTERM)."""
 
     def __init__(self) -> None:
         self.started = False
@@ -110,7 +110,7 @@ class GatewayMiddleware:
                  strangers: Strangers | None = None, fast: FastRoutes | None = None,
                  max_in_flight_per_key: int = 0) -> None:
         self.app = app
-        self.fast = fast or FastRoutes()  # compiled routes (gateway.api.fastpath)
+        self.fast = fast or FastRoutes()  # compiled routes (gateway.serving.fastpath)
         self.max_body_bytes = max_body_bytes
         self.in_flight = InFlight(max_in_flight)
         self.per_key = KeyInFlight(max_in_flight_per_key)

@@ -112,7 +112,7 @@ class RateLimits:
             self.check("addr:" + address)
 
     async def admit(self, principal: Principal, address: str) -> None:
-        """:meth:`check_principal`, awaited where limits may be shared (gateway.shared_limits overrides it)."""
+        """:meth:`check_principal`, awaited where limits may be shared (gateway.serving.shared_limits overrides it)."""
         self.check_principal(principal, address)
 
     def limiter(self, role: str | None, user: bool) -> RateLimiter:

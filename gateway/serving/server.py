@@ -11,8 +11,13 @@ headers are complete. :class:`BoundedHttpProtocol` adds both to uvicorn's httpto
 - a response sent before its request's body was read whole closes the connection, so an unread body cannot
   keep trickling in once the answer is out.
 
-The body itself is bounded by the middleware (:mod:`gateway.api.middleware`), which answers with the app's
+The body itself is bounded by the middleware (:mod:`gateway.serving.admission`), which answers with the app's
 own problem responses.
+
+The protocol extends uvicorn's internals: :func:`gateway.serving.compat.protocol_missing` checks them once;
+where httptools or one of them is missing, :func:`bounded_protocol` falls back to uvicorn's h11 protocol
+bounded by ``server.max_header_bytes`` (``h11_max_incomplete_event_size``), and one warning says the header
+timeout is then not enforced by the server.
 
 :class:`DrainingServer` makes SIGTERM (and Ctrl-C) a drain that exits with status 0: from the signal on,
 the listener completes no new handshake (:func:`refuse_new_connections`) while the connections already
@@ -54,17 +59,23 @@ from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from fastapi import FastAPI
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from gateway import errors
-from gateway.api.middleware import BODY_READ, Drain
 from gateway.api.problems import PROBLEM_JSON, TYPE_BASE
 from gateway.observability import metrics
 from gateway.observability.logging import configure_logging, get_logger
+from gateway.serving.admission import BODY_READ, Drain
+from gateway.serving.compat import protocol_missing
 from gateway.settings import Settings
+
+if TYPE_CHECKING or protocol_missing() is None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+else:  # checked and logged by compat: bounded_protocol() then serves with uvicorn's h11 protocol
+    HttpToolsProtocol = RequestResponseCycle = object
 
 log = get_logger(__name__)
 AppFactory = Callable[[Settings], FastAPI]
@@ -304,8 +315,11 @@ class DrainingServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def bounded_protocol(settings: Settings) -> type[BoundedHttpProtocol]:
-    """The protocol class with this server's bounds (uvicorn instantiates it once per connection)."""
+def bounded_protocol(settings: Settings) -> type[BoundedHttpProtocol] | str:
+    """The protocol class with this server's bounds (uvicorn instantiates it once per connection); ``"h11"``
+    where the installed uvicorn lacks an internal it extends (see the module docstring)."""
+    if protocol_missing() is not None:
+        return "h11"
     return type("GatewayHttpProtocol", (BoundedHttpProtocol,), {
         "header_timeout_s": settings.server.header_timeout_s,
         "max_header_bytes": settings.server.max_header_bytes,
@@ -313,9 +327,13 @@ def bounded_protocol(settings: Settings) -> type[BoundedHttpProtocol]:
 
 
 def _config(app: FastAPI, settings: Settings) -> uvicorn.Config:
+    protocol = bounded_protocol(settings)
+    extra: dict[str, Any] = {} if protocol != "h11" else {
+        "h11_max_incomplete_event_size": settings.server.max_header_bytes}
     return uvicorn.Config(
-        app, host=settings.server.host, port=settings.server.port, http=bounded_protocol(settings),
+        app, host=settings.server.host, port=settings.server.port, http=protocol,
         log_config=None, access_log=False, timeout_graceful_shutdown=math.ceil(settings.server.drain_timeout_s),
+        **extra,
     )
 
 
@@ -327,13 +345,10 @@ def run(app: FastAPI, settings: Settings, sockets: list[socket.socket] | None = 
     DrainingServer(_config(app, settings), drain, early, owns_listener=sockets is None).run(sockets=sockets)
 
 
-def serve(settings: Settings, factory: AppFactory | None = None, workers: int | None = None) -> int:
-    """Serve the app ``factory(settings)`` builds (the gateway's by default) with ``workers`` processes
+def serve(settings: Settings, factory: AppFactory, workers: int | None = None) -> int:
+    """Serve the app ``factory(settings)`` builds (``gateway.api.app.create_app`` for the gateway: the caller
+    names it, so that server plumbing never builds the app itself) with ``workers`` processes
     (``server.workers`` by default); return the exit status: 0 after a clean drain of every worker."""
-    if factory is None:
-        from gateway.api.app import create_app
-
-        factory = create_app
     workers = settings.server.workers if workers is None else workers
     if workers <= 1:
         run(factory(settings), settings)
