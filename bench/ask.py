@@ -167,7 +167,7 @@ async def _attempt_overhead(http: httpx.AsyncClient, questions: int) -> None:
 
 async def _concurrency(http: httpx.AsyncClient, llm_url: str, n: int, delay: float, rounds: int,
                        distinct: bool = False) -> None:
-    # The floor's pool keeps all n connections open between rounds, as the gateway's does (gateway/llm.py).
+    # The floor's pool keeps all n connections open between rounds, as the gateway's does (gateway/llm/client.py).
     pool = openai.DefaultAsyncHttpx2Client(limits=httpx2.Limits(max_connections=n, max_keepalive_connections=n))
     direct = openai.AsyncOpenAI(base_url=llm_url, api_key="not-needed", max_retries=2, timeout=60, http_client=pool)
     state = http._transport.app.state.gateway  # type: ignore[attr-defined]

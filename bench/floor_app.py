@@ -58,8 +58,8 @@ def bare_app() -> Starlette:
 
 
 def main() -> None:
-    from gateway.api import server
     from gateway.observability.logging import configure_logging
+    from gateway.serving import server
     from gateway.settings import load_settings
 
     parser = argparse.ArgumentParser(description="Serve the gateway with the /bench/floor route.")

@@ -1,6 +1,6 @@
 """Throughput of the gateway against its floors, all in one run, driven by ``wrk`` (a C client).
 
-    python bench/throughput.py [--rounds 5] [--duration 3] [--concurrency 16 64]
+    python bench/throughput.py [--rounds 5] [--duration 3] [--concurrency 16 64] [--baseline DIR]
 
 Starts an embedded PostgreSQL with the demo database, then these servers on loopback, each in its own
 process(es):
@@ -9,6 +9,8 @@ process(es):
           (bench/floor_app.py, served as ``serve`` serves: one process);
   sql     ``POST /v1/sql`` on that same process: a BI query (a join with GROUP BY, 17 rows);
   sql 2w  ``POST /v1/sql`` on the same app served by 2 worker processes (``serve --workers 2``);
+  base    with ``--baseline DIR`` (a checkout of another commit, e.g. ``git archive main | tar -x -C DIR``):
+          ``POST /v1/sql`` on one process served from that tree, for before/after in the same run;
 and a direct asyncpg pool (10 connections, asyncpg's defaults, its own process) running the same query in a
 READ ONLY transaction, as many at once as wrk has connections. Sides are interleaved round by round (A B A B
 ...), each concurrency in turn; every wrk run uses one thread and a Lua script for the POST body, and any
@@ -102,9 +104,9 @@ def reaped_children_cpu() -> float:
 
 
 @contextmanager
-def process(args: list[str], env: dict[str, str], health: str) -> Iterator[tuple[str, int]]:
+def process(args: list[str], env: dict[str, str], health: str, cwd: Path = ROOT) -> Iterator[tuple[str, int]]:
     port = free_port()
-    proc = subprocess.Popen([*args, "--port", str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([*args, "--port", str(port)], env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -219,6 +221,8 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=3, help="seconds per wrk run")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--only", nargs="+", default=None, help="measure only these sides (e.g. noop sql)")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a source tree of another commit: its /v1/sql on one process is measured as 'base'")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed (apt-get install wrk)")
@@ -247,6 +251,12 @@ def main() -> None:
                                                        "/healthz"))
             two, two_pid = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "2"], env,
                                                        "/healthz"))
+            base = base_pid = None
+            if args.baseline is not None:
+                tree = args.baseline.resolve()
+                base, base_pid = stack.enter_context(process(
+                    [python, "-m", "bench.floor_app", "--workers", "1"],
+                    {**env, "PYTHONPATH": str(tree)}, "/healthz", cwd=tree))
             direct = stack.enter_context(direct_client(dsn))
             sides: dict[str, tuple[int, Callable[[int, float], tuple[float, int]]]] = {
                 "bare": (bare_pid, lambda c, d: wrk(bare + "/bench/bare", c, d, script)),
@@ -255,6 +265,8 @@ def main() -> None:
                 "sql2w": (two_pid, lambda c, d: wrk(two + "/v1/sql", c, d, script)),
                 "direct": (direct.pid, direct.run),
             }
+            if base is not None and base_pid is not None:
+                sides["base"] = (base_pid, lambda c, d: wrk(base + "/v1/sql", c, d, script))
             if args.only:
                 sides = {k: v for k, v in sides.items() if k in args.only}
             for _, side in sides.values():  # warm-up: pools, caches, both workers
@@ -280,6 +292,7 @@ LABELS = {
     "noop": "gateway no-op POST (/bench/floor), 1 process",
     "sql": "POST /v1/sql, 1 process",
     "sql2w": "POST /v1/sql, 2 workers",
+    "base": "POST /v1/sql, 1 process, --baseline tree",
     "direct": "direct asyncpg pool, READ ONLY transaction",
 }
 
@@ -313,6 +326,8 @@ def report(samples: dict[tuple[str, int], list[float]], concurrencies: list[int]
     ratio("/v1/sql (1 process) / floor, floor = 1/(1/bare + 1/direct)", "sql", None, floor=True)
     ratio("/v1/sql 2 workers / 1 process", "sql2w", "sql")
     ratio("/v1/sql (1 process) / direct", "sql", "direct")
+    ratio("/v1/sql (1 process) / baseline tree's (1 process)", "sql", "base")
+    ratio("baseline tree's /v1/sql / floor", "base", None, floor=True)
 
 
 def report_cpu(cpu: dict[tuple[str, int], list[tuple[float, float, float]]], concurrencies: list[int]) -> None:
@@ -323,6 +338,13 @@ def report_cpu(cpu: dict[tuple[str, int], list[tuple[float, float, float]]], con
         return [f"{server:.3f}", f"{pg:.3f}", "-" if name == "direct" else f"{load:.3f}"]
 
     _table(["server", "Postgres", "wrk"], cpu, concurrencies, cells)
+    print()
+    for num, den, label in (("sql2w", "sql", "server CPU per /v1/sql request, 2 workers / 1 process"),
+                            ("sql", "base", "server CPU per /v1/sql request, this tree / baseline tree")):
+        if all((num, c) in cpu and (den, c) in cpu for c in concurrencies):
+            parts = [f"c={c}: {statistics.median(n[0] / d[0] for n, d in zip(cpu[(num, c)], cpu[(den, c)], strict=True)):.2f}"
+                     for c in concurrencies]
+            print(f"- {label} (median of the per-round ratios): {', '.join(parts)}")
 
 
 def _table(columns: list[str], samples: dict[tuple[str, int], Any], concurrencies: list[int],

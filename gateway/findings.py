@@ -153,7 +153,7 @@ CODES: dict[str, Code] = _register(
     Code("llm_judge", "validation", "The LLM judge (`ask.llm_judge`) says the result does not answer the "
          "question.", reflectable=True),
     # --- rules: a DBA rule is broken (gateway.rules) ----------------------------------------------------
-    # The rewrite for row filters (gateway.row_policy) refuses, not the static check: the rules family.
+    # The rewrite for row filters (gateway.sql.row_policy) refuses, not the static check: the rules family.
     Code("row_filter_unenforceable", "rules", "The database has row filters (rules `row_filter`) and the "
          "statement reads data the gateway cannot filter: a view, materialized view, catalog or unknown "
          "relation, TABLESAMPLE or EXPLAIN over a filtered table, bind parameters, or a DBA function "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import tomllib
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from gateway import findings
-from gateway.assets import shipped_dir
+from gateway.config.assets import shipped_dir
 from gateway.safety.policy import Policy
 
 DEFAULT_CONFIG_FILE = Path("nl2sql-gateway.toml")
@@ -257,7 +258,7 @@ class StoreSettings(BaseModel):
 
 
 class TemplatesSettings(BaseModel):
-    """Trusted answers: DBA templates (gateway.templates) answering the questions that match them."""
+    """Trusted answers: DBA templates (gateway.learning.templates) answering the questions that match them."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -640,7 +641,7 @@ class Settings(BaseSettings):
         "rules_dir (`.rules.last-good`); set it to a writable folder when rules_dir's parent is read-only.")
     semantic_dir: Path | None = Field(
         default=None, description="Folder of semantic model files (NAME.yaml or NAME/*.yaml, native format: "
-        "metrics, dimensions, synonyms and their SQL; README \"Semantic layer\"), e.g. \"semantic\". Reloaded on "
+        "metrics, dimensions, synonyms and their SQL; docs/semantic-layer.md), e.g. \"semantic\". Reloaded on "
         "change; a broken edit keeps the last good model. Unset: no semantic layer (the demo uses the shipped one).")
     guidelines_dir: Path = Field(
         default_factory=lambda: shipped_dir("guidelines"),
@@ -685,7 +686,17 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read config file {path}: {exc}") from exc
 
 
+# The config file a caller named (the CLI's --config), while load_settings builds the settings with it: passed
+# down explicitly rather than through os.environ, which every later load in the process would also read.
+_CONFIG_FILE: ContextVar[Path | None] = ContextVar("config_file", default=None)
+
+
 def config_path() -> Path | None:
+    given = _CONFIG_FILE.get()
+    if given is not None:
+        if not given.is_file():
+            raise ConfigError(f"config file {given} is not a file")
+        return given
     explicit = os.environ.get("NL2SQL_CONFIG")
     if explicit:
         path = Path(explicit)
@@ -711,19 +722,25 @@ def _refuse_secrets(data: Any, where: str) -> None:
             _refuse_secrets(item, where)
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Build the settings from defaults, the config file, the environment and ``overrides``."""
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build the settings from defaults, the config file, the environment and ``overrides``.
+
+    ``config_file``: read this TOML file instead of ``NL2SQL_CONFIG`` or ``./nl2sql-gateway.toml``.
+    """
+    token = _CONFIG_FILE.set(config_file)
     try:
         settings = Settings(**overrides)
     except ConfigError:
         raise
     except ValidationError as exc:  # name the file or variable, the key, what was expected, the likely key
-        from gateway.config_errors import describe
+        from gateway.config.errors import describe
 
         path = config_path()
         raise ConfigError(describe(exc, Settings, path, _read_toml(path) if path else {})) from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    finally:
+        _CONFIG_FILE.reset(token)
     llm = settings.llm
     if llm.base_url is None and os.environ.get("OPENAI_BASE_URL"):
         llm.base_url = os.environ["OPENAI_BASE_URL"]

@@ -1,83 +1,90 @@
 """What the running gateway holds: settings and the resources the Gateway (gateway.service) opened.
 
-One instance per open Gateway (``Gateway.state``); stages receive it (or the part they need) as an argument.
+One frozen instance per open Gateway (``Gateway.state``), built in one place (``Gateway._open``); the
+orchestrators (gateway.pipeline.loop and its kin) hold it, and hand each stage the parts it uses.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gateway import errors
 from gateway.context.cache import SchemaCache
-from gateway.context.sources import ExamplesSource, FileGuidelineSource, GuidelineSource, NoExamples
-from gateway.corrections import CorrectionsSink, MemoryCorrections
+from gateway.context.sources import ExamplesSource, GuidelineSource, NoExamples
 from gateway.execute import Target, Targets
+from gateway.learning.corrections import CorrectionsSink, MemoryCorrections
 from gateway.rules import RuleSet, RulesRegistry
 from gateway.safety import Policy
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from gateway.auth import Authenticator
-    from gateway.backpressure import RateLimits
-    from gateway.llm import LLMClient
+    from gateway.learning.templates import Template
+    from gateway.llm.client import LLMClient
     from gateway.pipeline.tally import Tally
+    from gateway.pipeline.trusted import Domain
+    from gateway.rules.grants import PrivilegeBoard
+    from gateway.rules.row_filters import Relation
     from gateway.semantic import SemanticModel, SemanticRegistry
+    from gateway.serving.backpressure import RateLimits
     from gateway.store import Store
+    from gateway.store.changes import ChangeFeed
 
 
 DEFAULT_POLICY = Policy()  # one object, so verdicts checked without a database are cached too
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class GatewayState:
+    """Everything one open Gateway holds, built once in ``Gateway._open`` and never rebound.
+
+    What changes while it runs lives inside the fields that are made for it (the caches, the tally, the
+    latest privilege report, the registries that reload their files), never as a new attribute.
+    """
+
     settings: Settings
     targets: Targets
-    # POST /v1/ask: the LLM client (None when no endpoint is configured) and where fixed chains go.
-    llm: LLMClient | None = None
+    # Schema snapshots per database, role and row policy (refreshed in the background; closed before the pools).
+    schemas: SchemaCache
+    # Context sources: the file guideline, or the store's active version over it; approved examples.
+    guidelines: GuidelineSource
+    examples: ExamplesSource = field(default_factory=NoExamples)
+    # Where fixed chains go (the store's table with one, else memory).
     corrections: CorrectionsSink = field(default_factory=MemoryCorrections)
+    # POST /v1/ask: the LLM client (None when no endpoint is configured).
+    llm: LLMClient | None = None
     # DBA rules per database (reloaded when files change); None: no rules at all.
     rules: RulesRegistry | None = None
     # Semantic models per database (settings.semantic_dir, reloaded like the rules); None: no semantic layer.
     semantic: SemanticRegistry | None = None
-    # Context sources; the feedback store replaces both with its own (active guideline version, examples).
-    guidelines: GuidelineSource = None  # type: ignore[assignment]  # set in __post_init__ from settings
-    examples: ExamplesSource = field(default_factory=NoExamples)
-    schemas: SchemaCache = None  # type: ignore[assignment]  # set in __post_init__ from settings
     # The feedback store (audit, feedback, examples, guideline versions); None without store.dsn.
     store: Store | None = None
     # Access control: API keys checked against the store (or everyone is admin, with auth off on loopback).
     auth: Authenticator | None = None
-    # Per-key (or per-address) token buckets, in memory per replica; see gateway.backpressure.
+    # Per-key (or per-address) token buckets, in memory per replica; see gateway.serving.backpressure.
     rate_limits: RateLimits | None = None
-    # Running totals behind the first- and final-pass ratio gauges (set in __post_init__).
-    tally: Tally = None  # type: ignore[assignment]
-    # Later capabilities (LLM client, rules, store ...) hang their resources here by name.
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.guidelines is None:
-            self.guidelines = FileGuidelineSource(self.settings.guidelines_dir)
-        if self.schemas is None:
-            self.schemas = SchemaCache(self.settings.context)
-        if self.tally is None:
-            from gateway.pipeline.tally import Tally
-
-            self.tally = Tally()
+    # What other replicas change in the store reaches this one through it; None without a store.
+    changes: ChangeFeed | None = None
+    # Running totals behind the first- and final-pass ratio gauges.
+    tally: Tally = field(default_factory=lambda: _tally())
+    # The last privilege check (start-up, then again when the rules it was made against were reloaded).
+    privileges: PrivilegeBoard = field(default_factory=lambda: _board())
+    # Clock time the gateway opened at: uptime on the console's Status page (GET /v1/about).
+    started_at: float = field(default_factory=time.time)
+    # Per-database caches of the stages (see gateway.sql.row_policy and gateway.pipeline.trusted).
+    relation_cache: dict[str, tuple[float, tuple[Relation, ...]]] = field(default_factory=dict)
+    template_cache: dict[str, tuple[float, list[Template]]] = field(default_factory=dict)
+    domain_cache: dict[tuple[str, str | None, tuple[tuple[str, str], ...]], tuple[object, Domain]] = \
+        field(default_factory=dict)
 
     def target(self, name: str) -> Target:
-        target = self.targets.get(name)
-        if target is None:
-            known = ", ".join(sorted(self.targets.by_name)) or "none configured"
-            raise errors.UnknownDatabase(f"no database named {name!r} (known: {known})", database=name)
-        return target
+        return target_of(self.targets, name)
 
     def policy(self, name: str | None) -> Policy:
         """The safety policy for a database: its settings, plus what its rules add."""
-        if name is None:
-            return DEFAULT_POLICY
-        policy = self.target(name).settings.safety
-        return self.rules.policy_for(name, policy) if self.rules is not None else policy
+        return policy_of(self.targets, self.rules, name)
 
     def ruleset(self, name: str) -> RuleSet:
         """The rules in force for a database (empty when it has none)."""
@@ -99,3 +106,32 @@ class GatewayState:
         if ruled is None:
             return requested
         return min(requested, ruled) if requested is not None else ruled
+
+
+def _tally() -> Tally:
+    from gateway.pipeline.tally import Tally
+
+    return Tally()
+
+
+def _board() -> PrivilegeBoard:
+    from gateway.rules.grants import PrivilegeBoard
+
+    return PrivilegeBoard()
+
+
+def target_of(targets: Targets, name: str) -> Target:
+    """The target named ``name``; raises ``unknown_database`` naming the known ones."""
+    target = targets.get(name)
+    if target is None:
+        known = ", ".join(sorted(targets.by_name)) or "none configured"
+        raise errors.UnknownDatabase(f"no database named {name!r} (known: {known})", database=name)
+    return target
+
+
+def policy_of(targets: Targets, rules: RulesRegistry | None, name: str | None) -> Policy:
+    """The safety policy for a database: its settings, plus what its rules add (the default without one)."""
+    if name is None:
+        return DEFAULT_POLICY
+    policy = target_of(targets, name).settings.safety
+    return rules.policy_for(name, policy) if rules is not None else policy

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway import assets
+from gateway.config import assets
 from gateway.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +36,7 @@ def test_an_installed_copy_is_found_when_there_is_no_checkout(tmp_path: Path,
         folder = prefix / assets.SHARE / asset
         folder.mkdir(parents=True)
         shutil.copy(ROOT / asset / marker, folder / marker)
-    monkeypatch.setattr(assets, "__file__", str(tmp_path / "site-packages" / "gateway" / "assets.py"))
+    monkeypatch.setattr(assets, "__file__", str(tmp_path / "site-packages" / "gateway" / "config" / "assets.py"))
     monkeypatch.setattr(assets.sysconfig, "get_path", lambda name: str(prefix))
     assert assets.shipped_dir("rules") == prefix / assets.SHARE / "rules"
     assert assets.shipped_dir("guidelines") == prefix / assets.SHARE / "guidelines"

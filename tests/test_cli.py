@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -81,7 +82,7 @@ def _commands(app: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]
 def test_every_help_accepts_dash_h_and_reads_at_80_columns() -> None:
     from typer.testing import CliRunner
 
-    from gateway.cli import app
+    from gateway.cli.main import app
 
     paths = _commands(app)
     assert ("serve",) in paths and ("rules", "check") in paths and len(paths) > 20
@@ -94,3 +95,27 @@ def test_every_help_accepts_dash_h_and_reads_at_80_columns() -> None:
         # Plain text, no boxes that squeeze an option's help into a third of the width.
         assert not any(ch in result.stdout for ch in "│╭╰"), path
         assert "-h, --help" in result.stdout, path
+
+
+def test_config_is_passed_to_the_command_not_exported(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``--config`` reaches the command's settings (here: a database's safety policy for ``check``) without
+    being written into os.environ, where every later load in the process would read it too."""
+    from typer.testing import CliRunner
+
+    from gateway.cli.main import app
+    from gateway.settings import load_settings
+
+    monkeypatch.delenv("NL2SQL_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./nl2sql-gateway.toml
+    config = tmp_path / "strict.toml"
+    config.write_text('[databases.sales]\ndsn = "postgresql://reader@127.0.0.1:1/sales"\n'
+                      '[databases.sales.safety]\nhidden_tables = ["secrets"]\n')
+    runner = CliRunner()
+    blocked = runner.invoke(app, ["check", "--database", "sales", "--config", str(config)],
+                            input="SELECT * FROM secrets")
+    assert blocked.exit_code == 1, blocked.output
+    assert json.loads(blocked.stdout)["allowed"] is False
+    assert "NL2SQL_CONFIG" not in os.environ
+    assert load_settings().databases == {}  # the next load in the process reads no file it was not given
+    assert runner.invoke(app, ["check", "--database", "sales"], input="SELECT * FROM secrets").exit_code == 2
+    assert load_settings(config).databases["sales"].safety.hidden_tables == {"secrets"}

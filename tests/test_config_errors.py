@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from gateway.config_errors import known_keys
+from gateway.config.errors import known_keys
 from gateway.settings import ConfigError, DatabaseSettings, Settings, load_settings
 from tests.serving import in_process
 

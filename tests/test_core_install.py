@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway import extras
+from gateway.cli import extras
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.install import build_wheel, new_venv, pip_install, site_packages
 from tests.serving import start_serve
@@ -40,7 +40,7 @@ def warm_bytecode(python: Path) -> None:
     import os
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | CLEAN_ENV
-    subprocess.run([str(python), "-c", "import gateway.cli, gateway.api.app, gateway.eval.session"], env=env,
+    subprocess.run([str(python), "-c", "import gateway.cli.main, gateway.api.app, gateway.eval.session"], env=env,
                    cwd=python.parent, check=True, capture_output=True, timeout=120)
 
 

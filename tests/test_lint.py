@@ -19,5 +19,6 @@ def test_ruff() -> None:
 
 
 def test_mypy() -> None:
-    result = run("mypy", "gateway", "--cache-dir", str(ROOT / ".mypy_cache"))
+    # --strict as in pyproject's [tool.mypy] (strict = true), repeated here so a config edit cannot loosen it
+    result = run("mypy", "--strict", "gateway", "--cache-dir", str(ROOT / ".mypy_cache"))
     assert result.returncode == 0, result.stdout + result.stderr

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from gateway.quickstart import parse_dsn_option
+from gateway.cli.quickstart import parse_dsn_option
 from gateway.settings import ConfigError
 from tests.serving import free_port, start_serve
 
@@ -92,9 +92,9 @@ def test_busy_port_is_reported_before_serving(demo_dsn: str, tmp_path: Path) -> 
 def test_quickstart_doctests() -> None:
     import doctest
 
-    import gateway.quickstart
+    import gateway.cli.quickstart
 
-    assert doctest.testmod(gateway.quickstart).failed == 0
+    assert doctest.testmod(gateway.cli.quickstart).failed == 0
 
 
 def _no_settings_names(stderr: str) -> None:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import gateway.untrusted
-from gateway.untrusted import ANGLES, TAG, data_block, neutralise
+import gateway.llm.untrusted
+from gateway.llm.untrusted import ANGLES, TAG, data_block, neutralise
 from tests.untrusted_blocks import blocks
 
 
@@ -68,7 +68,7 @@ def test_the_angle_list_covers_what_nfkc_turns_into_one() -> None:
 
 
 def test_docstring_examples() -> None:
-    result = doctest.testmod(gateway.untrusted)
+    result = doctest.testmod(gateway.llm.untrusted)
     assert result.attempted > 0 and result.failed == 0
 
 

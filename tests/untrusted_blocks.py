@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gateway.untrusted import TAG
+from gateway.llm.untrusted import TAG
 
 _BLOCK = re.compile(rf'<{TAG} label="(\w+)">\n(.*?)\n</{TAG}>', re.DOTALL)
 

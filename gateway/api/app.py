@@ -1,7 +1,8 @@
 """``create_app()``: the FastAPI application, an HTTP adapter over :class:`gateway.service.Gateway`.
 
 The lifespan opens the Gateway (pools, store, LLM client, rules, caches) and hands it to routes as typed
-state (``app.state.service``, its resources on ``app.state.gateway``); nothing is opened at import time.
+state (``app.state.service``; the server plumbing's resources on ``app.state.gateway``); nothing is opened at
+import time.
 """
 
 from __future__ import annotations
@@ -10,11 +11,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import Depends, FastAPI
-from starlette.applications import Starlette
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway import __version__
 from gateway.api import (
@@ -33,19 +31,20 @@ from gateway.api import (
     routes_sql,
     routes_templates,
 )
-from gateway.api.fastpath import FastRoutes
 from gateway.api.limits import rate_limit
-from gateway.api.middleware import Drain, GatewayMiddleware
 from gateway.api.models import Problem
 from gateway.api.problems import PROBLEM_JSON
 from gateway.auth import check_exposure
 from gateway.auth.access import authorize
-from gateway.backpressure import Strangers
-from gateway.banner import print_banner
 from gateway.mcp.http import McpEndpoint
 from gateway.observability import metrics
 from gateway.observability.logging import configure_logging
 from gateway.service import Gateway
+from gateway.serving.admission import Drain, GatewayMiddleware
+from gateway.serving.app import GatewayApp
+from gateway.serving.backpressure import Strangers
+from gateway.serving.banner import print_banner
+from gateway.serving.fastpath import FastRoutes
 from gateway.settings import Settings, load_settings
 
 DESCRIPTION = """
@@ -54,50 +53,6 @@ A read-only SQL gateway between natural-language clients and PostgreSQL.
 Every error a client can cause is an `application/problem+json` body with a stable `code`
 (see the Problem schema); the codes each route can return are listed in its responses.
 """
-
-
-class GatewayApp(FastAPI):
-    """FastAPI, asking once per process whether its native OpenTelemetry instrumentation is on, and without
-    the layers FastAPI wraps around the middleware that then only pass requests through.
-
-    FastAPI asks on every request (it reads the global OpenTelemetry providers and environment variables:
-    3% of the no-op route's samples). The gateway's own telemetry is its request log line and Prometheus
-    metrics; an OpenTelemetry provider set up before the app starts is still honoured, one set up later only
-    after a restart. With it off, FastAPI's exception-telemetry layer records nothing, and its body-limit
-    layer has no limit to apply (``max_body_size`` unset: the gateway middleware bounds bodies), unless a
-    parent app mounting this one set one."""
-
-    _telemetry_off: bool | None = None
-
-    def _decide_telemetry(self) -> bool:
-        if self._telemetry_off is None:
-            telemetry = getattr(self, "_native_telemetry", None)  # absent before FastAPI 0.16x
-            self._telemetry_off = telemetry is None or not telemetry.enabled()
-        return self._telemetry_off
-
-    def build_middleware_stack(self) -> ASGIApp:
-        stack = super().build_middleware_stack()
-        if not self._decide_telemetry():
-            return stack
-        layer: Any = stack
-        while not isinstance(layer, GatewayMiddleware) and hasattr(layer, "app"):
-            inner = layer.app
-            if type(inner).__name__ == "ExceptionTelemetryMiddleware" or (
-                    type(inner).__name__ == "AppBodyLimitMiddleware" and getattr(self, "max_body_size", None) is None
-                    and getattr(inner, "app", None) is not None and isinstance(inner.app, GatewayMiddleware)):
-                layer.app = inner.app  # a pass-through layer: skip it
-                continue
-            layer = inner
-        return stack
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self._decide_telemetry():
-            # What FastAPI.__call__ does when its telemetry is off.
-            if self.root_path:
-                scope["root_path"] = self.root_path
-            await Starlette.__call__(self, scope, receive, send)
-            return
-        await super().__call__(scope, receive, send)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -110,12 +65,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         check_exposure(settings)  # without API keys only loopback; with them a store to keep them in
         async with Gateway(settings) as gw, mcp.run():
             app.state.service = gw  # routes and the MCP endpoint are adapters over it
-            app.state.gateway = gw.state  # what the stages take (see gateway.api.deps)
+            serving = gw.serving_state()  # the server plumbing's (authenticating middleware, fast paths)
+            app.state.gateway = serving
             refresher = None
             if metrics.multiprocess_dir() is None:  # one process: its banner (workers: the supervisor's)
-                print_banner(settings, gw.state.extras.get("privileges"))
+                print_banner(settings, serving.privileges.latest)
             if metrics.multiprocess_dir() is not None:  # a worker of serve --workers N
-                refresher = asyncio.create_task(metrics.refresh_pools(gw.state.targets.by_name.values()))
+                refresher = asyncio.create_task(metrics.refresh_pools(serving.targets.by_name.values()))
             try:
                 yield
             finally:
@@ -138,9 +94,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         dependencies=[Depends(authorize), Depends(rate_limit)],
     )
     problems.install(app)
-    # Set by gateway.api.server on SIGTERM: answers then close their connection and new requests are refused.
+    # Set by gateway.serving.server on SIGTERM: answers then close their connection and new requests are refused.
     app.state.drain = Drain()
-    # The hot POST routes served without FastAPI's per-request routing (gateway.api.fastpath); tests turn it off
+    # The hot POST routes served without FastAPI's per-request routing (gateway.serving.fastpath); tests turn it off
     # (app.state.fast_routes.enabled = False) to compare the two paths.
     app.state.fast_routes = FastRoutes()
     app.add_middleware(GatewayMiddleware, max_body_bytes=settings.server.max_body_bytes,

@@ -26,9 +26,9 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway import errors
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.auth.signin import console_sign_in
 from gateway.console import STATIC
 from gateway.observability.logging import get_logger
+from gateway.service import Gateway
 
 log = get_logger(__name__)
 
@@ -92,9 +92,9 @@ async def _policy(scope: Scope) -> str:
     """The page's policy: :data:`CSP` plus the identity provider's token and revocation origins when the
     console signs in there. While its metadata is unknown the page cannot sign in there anyway: plain CSP."""
     app = scope.get("app")
-    state = getattr(getattr(app, "state", None), "gateway", None)
+    gateway = getattr(getattr(app, "state", None), "service", None)  # none before the gateway opened
     try:
-        sign_in = await console_sign_in(getattr(state, "auth", None))
+        sign_in = await gateway.console_sign_in() if gateway is not None else None
     except errors.GatewayError:
         return CSP
     return csp(sign_in.connect_origins) if sign_in is not None else CSP
@@ -102,16 +102,15 @@ async def _policy(scope: Scope) -> str:
 
 async def config(request: Request, _: Principal = Depends(authorize)) -> JSONResponse:
     """How the console signs in: ``oidc`` (client id, scopes, endpoints) or null for API keys only."""
-    state = request.app.state.gateway
-    auth = state.auth
+    gateway: Gateway = request.app.state.service
     try:
-        sign_in = await console_sign_in(auth)
+        sign_in = await gateway.console_sign_in()
     except errors.IdentityProviderUnavailable as exc:
         # The page still offers API keys; it says why sign-in with the identity provider is not offered.
         log.warning("console_sign_in_unavailable", detail=exc.detail)
         return JSONResponse({"auth_enabled": True, "api_key": True, "oidc": None, "oidc_error": exc.detail},
                             headers={"cache-control": "no-store"})
-    enabled = bool(auth is not None and auth.settings.enabled)
+    enabled = gateway.auth_enabled()
     return JSONResponse({"auth_enabled": enabled, "api_key": enabled,
                          "oidc": sign_in.public() if sign_in is not None else None, "oidc_error": None},
                         headers={"cache-control": "no-store"})

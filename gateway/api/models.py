@@ -210,7 +210,7 @@ class AskFindingOut(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     code: str = Field(description=", ".join(c.name for c in CODES.values() if c.family != "safety") + " (the "
-                      "README's finding codes). Extra members: error/sqlstate/position/hint (exec_error), codes "
+                      "finding codes in docs/ask.md). Extra members: error/sqlstate/position/hint (exec_error), codes "
                       "(blocked, the safety codes), rule (rule_violation) ...")
     message: str
 

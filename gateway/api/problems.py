@@ -68,8 +68,8 @@ def www_authenticate(error: errors.GatewayError, challenge: Challenge | None) ->
 def challenge_of(scope: Scope) -> Challenge | None:
     """The OAuth challenge for a request to this app (None without ``[auth.oidc]``)."""
     app = scope.get("app")
-    auth = getattr(getattr(getattr(app, "state", None), "gateway", None), "auth", None)
-    settings = getattr(getattr(auth, "settings", None), "oidc", None)
+    gateway = getattr(getattr(app, "state", None), "service", None)  # none before the gateway opened
+    settings = gateway.oidc() if gateway is not None else None
     return challenge(settings, scope.get("scheme", "http"), host_of(scope["headers"]))
 
 

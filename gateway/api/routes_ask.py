@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request
@@ -11,18 +12,13 @@ from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from gateway import errors
-from gateway.api.deps import get_gateway, get_state
+from gateway.api.deps import get_gateway
 from gateway.api.models import AskRequest, AskResponse
 from gateway.api.problems import openapi_responses, problem_response
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.corrections import hand_over
-from gateway.feedback import audit_answer
 from gateway.observability.logging import get_logger
-from gateway.pipeline import Question, Thread, ask, ask_events, corrections_of, open_thread, token_budget
-from gateway.pipeline.respond import Answer, sse, to_json
-from gateway.service import Gateway
-from gateway.state import GatewayState
+from gateway.service import Answer, Gateway, Question, sse, to_json
 
 router = APIRouter(prefix="/v1", tags=["ask"])
 log = get_logger(__name__)
@@ -65,7 +61,6 @@ async def post_ask(
     x_client_id: Annotated[str | None, Header(
         description="Who owns the answer and its conversation when auth is off; with auth, the end user "
         "(else the API key) does.")] = None,
-    state: GatewayState = Depends(get_state),
     gateway: Gateway = Depends(get_gateway),
     principal: Principal = Depends(authorize),
 ) -> Response:
@@ -75,29 +70,26 @@ async def post_ask(
     q = gateway.question(body.database, body.question, evidence=body.evidence, max_rows=body.max_rows,
                          request_id=request_id, principal=principal, conversation_id=body.conversation_id,
                          client=x_client_id)
-    thread = await open_thread(state, q)  # an unknown conversation is a plain problem response too
+    thread = await gateway.conversation(q)  # an unknown conversation is a plain problem response too
     if EVENT_STREAM in request.headers.get("accept", ""):
-        # A spent token budget is a plain 429 too, not an event in a 200 stream.
-        await token_budget.check(state.store, state.settings.llm, q.client)
         answers: list[Answer] = []
+        # A spent token budget is a plain 429 too, not an event in a 200 stream.
+        events = await gateway.answer_events(q, answers, thread)
         return StreamingResponse(
-            _events(state, q, answers, thread), media_type=EVENT_STREAM,
+            _events(events, q), media_type=EVENT_STREAM,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-            background=BackgroundTask(_hand_over_streamed, state, q, answers),
+            background=BackgroundTask(gateway.hand_over, q, answers),
         )
-    answer = await ask(state, q, thread=thread)
-    await audit_answer(state.store, answer, q)  # committed before the answer goes out: feedback may follow
+    answer = await gateway.answer_audited(q, thread)  # audited before the answer goes out: feedback may follow
     return Response(to_json(answer.as_dict()), media_type="application/json",
-                    background=BackgroundTask(hand_over, state.corrections, corrections_of(answer, q)))
+                    background=BackgroundTask(gateway.hand_over, q, [answer]))
 
 
-async def _events(state: GatewayState, q: Question, answers: list[Answer],
-                  thread: Thread | None) -> AsyncIterator[bytes]:
+async def _events(events: AsyncGenerator[tuple[str, Any], None], q: Question) -> AsyncIterator[bytes]:
     try:
-        async for name, data in ask_events(state, q, answers, thread):
-            if name == "answer":
-                await audit_answer(state.store, answers[-1], q)
-            yield sse(name, data)
+        async with aclosing(events):  # closing the stream (the client left) cancels the question
+            async for name, data in events:
+                yield sse(name, data)
     except errors.GatewayError as exc:
         yield sse("problem", _problem(exc, q.request_id))
     except Exception as exc:  # noqa: BLE001 - a stream cannot switch to a 500; report it as a problem event
@@ -109,8 +101,3 @@ async def _events(state: GatewayState, q: Question, answers: list[Answer],
 def _problem(error: errors.GatewayError, request_id: str | None) -> Any:
     # The same body the problem handler sends, so stream clients parse one shape.
     return json.loads(bytes(problem_response(error, request_id).body))
-
-
-async def _hand_over_streamed(state: GatewayState, q: Question, answers: list[Answer]) -> None:
-    for answer in answers:
-        await hand_over(state.corrections, corrections_of(answer, q))

@@ -7,15 +7,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Path, Query
 
 from gateway import errors
-from gateway.api.deps import get_state
+from gateway.api.deps import get_gateway
 from gateway.api.models import ExampleList, ExampleOut, ReviewRequest
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.feedback import store_of
-from gateway.ownership import owner_of
-from gateway.review import decide, listing, with_context
-from gateway.state import GatewayState
+from gateway.service import Gateway
 
 # Every route needs a dba key (see gateway.auth.access.ROUTE_ROLES).
 router = APIRouter(prefix="/v1/examples", tags=["examples"])
@@ -40,12 +37,11 @@ async def list_examples(
     database: Annotated[str | None, Query(description="Only this database's examples.", max_length=128,
                                           pattern=r"^[^\x00]*$")] = None,  # Postgres text holds no NUL
     limit: Annotated[int, Query(ge=1, le=1000, description="At most this many.")] = 100,
-    state: GatewayState = Depends(get_state),
+    gateway: Gateway = Depends(get_gateway),
     principal: Principal = Depends(authorize),
 ) -> ExampleList:
-    store = store_of(state.store)
-    found = await listing(store, status, database, principal.may_use, limit)
-    return ExampleList(examples=[ExampleOut(**e) for e in await with_context(store, found)])
+    found = await gateway.examples(status, database, limit=limit, principal=principal)
+    return ExampleList(examples=[ExampleOut(**e) for e in found])
 
 
 @router.post(
@@ -56,11 +52,10 @@ async def list_examples(
     responses=openapi_responses(errors.UnknownExample, errors.ExampleAlreadyReviewed, *COMMON),
 )
 async def approve(example_id: ExampleId, body: ReviewRequest | None = None,
-                  state: GatewayState = Depends(get_state),
+                  gateway: Gateway = Depends(get_gateway),
                   principal: Principal = Depends(authorize)) -> ExampleOut:
-    decided = await decide(store_of(state.store), example_id, "approved", reviewer=owner_of(principal).id,
-                           note=body.note if body else None, may_use=principal.may_use)
-    return ExampleOut(**decided.as_dict())
+    return ExampleOut(**await gateway.review_example(example_id, "approved", note=body.note if body else None,
+                                                     principal=principal))
 
 
 @router.post(
@@ -70,8 +65,7 @@ async def approve(example_id: ExampleId, body: ReviewRequest | None = None,
     responses=openapi_responses(errors.UnknownExample, errors.ExampleAlreadyReviewed, *COMMON),
 )
 async def reject(example_id: ExampleId, body: ReviewRequest | None = None,
-                 state: GatewayState = Depends(get_state),
+                 gateway: Gateway = Depends(get_gateway),
                  principal: Principal = Depends(authorize)) -> ExampleOut:
-    decided = await decide(store_of(state.store), example_id, "rejected", reviewer=owner_of(principal).id,
-                           note=body.note if body else None, may_use=principal.may_use)
-    return ExampleOut(**decided.as_dict())
+    return ExampleOut(**await gateway.review_example(example_id, "rejected", note=body.note if body else None,
+                                                     principal=principal))

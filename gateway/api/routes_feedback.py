@@ -14,7 +14,7 @@ from gateway.api.models import FeedbackRequest, FeedbackResponse
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.feedback import feedback_dict
+from gateway.learning.feedback import feedback_dict
 from gateway.service import Gateway
 
 router = APIRouter(prefix="/v1", tags=["feedback"])

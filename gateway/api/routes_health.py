@@ -5,10 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from starlette.responses import JSONResponse, Response
 
-from gateway.api.deps import get_gateway, get_state
+from gateway.api.deps import get_gateway
 from gateway.observability import metrics
 from gateway.service import Gateway
-from gateway.state import GatewayState
 
 router = APIRouter(tags=["operations"])
 
@@ -37,7 +36,7 @@ async def readyz(gateway: Gateway = Depends(get_gateway)) -> Response:
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
-async def prometheus_metrics(state: GatewayState = Depends(get_state)) -> Response:
-    metrics.observe_pools(state.targets.by_name.values())  # other workers refresh theirs every second
+async def prometheus_metrics(gateway: Gateway = Depends(get_gateway)) -> Response:
+    gateway.observe_pools()  # other workers refresh theirs every second
     body, content_type = metrics.exposition()
     return Response(body, media_type=content_type)

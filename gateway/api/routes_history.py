@@ -1,5 +1,5 @@
 """``GET /v1/history`` and ``GET /v1/answers/{request_id}``: a caller's own answers from the request audit,
-and one answer by id (the console's history, re-open and permalinks). Who may see what: gateway.history."""
+and one answer by id (the console's history, re-open and permalinks). Who may see what: gateway.learning.history."""
 
 from __future__ import annotations
 

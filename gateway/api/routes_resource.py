@@ -10,13 +10,14 @@ from starlette.responses import Response
 
 from gateway import errors
 from gateway.auth.resource import METADATA_PATHS, host_of, metadata, resource_url
+from gateway.service import Gateway
 
 router = APIRouter(tags=["access"])
 
 
 async def protected_resource(request: Request) -> Response:
-    auth = request.app.state.gateway.auth
-    settings = auth.settings.oidc if auth is not None and auth.settings.enabled else None
+    gateway: Gateway = request.app.state.service
+    settings = gateway.oidc() if gateway.auth_enabled() else None
     if settings is None:
         raise errors.NotFound("this gateway accepts no OAuth access tokens ([auth.oidc] is not configured)")
     resource = resource_url(settings, request.scope.get("scheme", "http"), host_of(request.scope["headers"]))

@@ -26,8 +26,7 @@ from gateway.api.models import (
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
-from gateway.pipeline.respond import to_json
-from gateway.service import Gateway
+from gateway.service import Gateway, to_json
 
 router = APIRouter(prefix="/v1/templates", tags=["templates"])
 

@@ -92,7 +92,7 @@ class Authenticator:
         """True when the header holds a key this replica has seen valid (cached, even past its TTL).
 
         No store round trip: admission asks this to let a valid key through while the address it comes
-        from has spent its budget of refused requests (:class:`gateway.backpressure.Strangers`).
+        from has spent its budget of refused requests (:class:`gateway.serving.backpressure.Strangers`).
         """
         if not self.settings.enabled:
             return True

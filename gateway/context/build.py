@@ -39,13 +39,17 @@ if TYPE_CHECKING:
 class Sources(Protocol):
     """Where the context's parts come from: the schema cache, the active guideline and verified examples.
 
-    A :class:`~gateway.state.GatewayState` is one; the feedback store swaps its guideline and examples
-    sources in place, so they are read at each call rather than captured.
+    The gateway's resources are one (read-only: its sources are fixed when it opens).
     """
 
-    schemas: SchemaCache
-    guidelines: GuidelineSource
-    examples: ExamplesSource
+    @property
+    def schemas(self) -> SchemaCache: ...
+
+    @property
+    def guidelines(self) -> GuidelineSource: ...
+
+    @property
+    def examples(self) -> ExamplesSource: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +110,7 @@ EXAMPLE_VERDICTS_KEPT = 1024
 
 def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _Prepared:
     # Kept on the snapshot, so it goes with it on refresh; a reload of the rules replaces it.
-    cached = snapshot.prepared
+    cached: _Prepared | None = snapshot.prepared
     if cached is not None and cached.rules is rules and cached.sample_values == sample_values:
         return cached
     schema = visible_schema(snapshot.schema, rules)

@@ -26,7 +26,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.execute import Target
 from gateway.execute import samples as sample_queries
@@ -34,6 +33,7 @@ from gateway.execute.introspect import Schema, TableInfo, introspect
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.rules.model import RuleSet
+from gateway.serving import deadline as request_deadline
 from gateway.settings import ContextSettings
 
 log = get_logger(__name__)

@@ -1,7 +1,7 @@
 """Where guidelines and examples come from: protocols, with defaults that need no store.
 
-The feedback store replaces both on ``GatewayState`` (``state.guidelines``, ``state.examples``) with
-implementations backed by its tables; the context stage only knows these two methods.
+With a feedback store the gateway opens with implementations of both backed by its tables
+(gateway.magic.wiring.store_sources); the context stage only knows these two methods.
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from gateway.assets import shipped_dir
+from gateway.config.assets import shipped_dir
 from gateway.demo.embedded import EmbeddedPostgres, default_data_dir
 from gateway.demo.generator import derive_dsn, ensure_demo_database
 from gateway.demo.lock import demo_lock
-from gateway.ports import ensure_port_free
+from gateway.serving.ports import ensure_port_free
 from gateway.settings import DatabaseSettings, Settings, load_settings
 from gateway.store import examples
 from gateway.store.migrate import migrate
@@ -60,7 +60,7 @@ NO_LLM_NOTE = """       (a verified example answers this one offline; other ques
 
 def demo_banner(settings: Settings, data_dir: Path, config: Path) -> str:
     """What the demo prints once it is ready; the LLM hint only when no LLM is configured."""
-    from gateway.banner import llm_line
+    from gateway.serving.banner import llm_line
 
     return BANNER.format(port=settings.server.port, data_dir=data_dir, reader_dsn=settings.databases["demo"].dsn,
                          config=config, llm=llm_line(settings), ask_note="" if settings.llm.model else NO_LLM_NOTE)

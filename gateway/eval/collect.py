@@ -17,9 +17,7 @@ from typing import Any
 
 from gateway.eval.questions import Question
 from gateway.eval.runfolder import RunFolder
-from gateway.pipeline.generate import normalize_sql
-from gateway.store import Store
-from gateway.store import corrections as stored_corrections
+from gateway.service import Gateway
 
 __all__ = ["CollectSummary", "collect_corrections", "incorrect_sql_of"]
 
@@ -43,7 +41,7 @@ def incorrect_sql_of(record: dict[str, Any]) -> str | None:
     return None
 
 
-async def collect_corrections(store: Store, folder: RunFolder, questions: Iterable[Question],
+async def collect_corrections(gateway: Gateway, folder: RunFolder, questions: Iterable[Question],
                               scenarios: Iterable[str] | None = None) -> CollectSummary:
     """Store the failures recorded in ``folder`` (only ``scenarios``' when given) as corrections."""
     by_id = {q.id: q for q in questions}
@@ -60,7 +58,7 @@ async def collect_corrections(store: Store, folder: RunFolder, questions: Iterab
         if sql is None:
             summary.without_sql += 1
             continue
-        key = (record["id"], normalize_sql(sql))
+        key = (record["id"], Gateway.statement_key(sql))
         if key in seen:
             summary.duplicates += 1
             continue
@@ -69,9 +67,8 @@ async def collect_corrections(store: Store, folder: RunFolder, questions: Iterab
             summary.already += 1
             continue
         q = by_id[record["id"]]
-        correction_id = await stored_corrections.add(
-            store.pool, database=q.database, question=q.question, evidence=q.evidence or "",
-            incorrect_sql=sql, corrected_sql=q.gold_sql[0], source="dba", verified=True,
+        correction_id = await gateway.add_dba_correction(
+            q.database, q.question, evidence=q.evidence or "", incorrect_sql=sql, corrected_sql=q.gold_sql[0],
             request_id=f"eval:{folder.run_id}:{q.id}",
         )
         folder.record_collected({"scenario": record["scenario"], "id": q.id, "correction_id": correction_id})

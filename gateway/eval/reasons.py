@@ -1,7 +1,7 @@
 """Why an answer is wrong: one reason per item, read off the results (never off the SQL's wording).
 
 Used by the regression replay (:mod:`gateway.eval.replay`) and the ``eval`` report, on top of the one
-comparer (:func:`gateway.equivalence.same_result`): the reason is only asked for when that comparer said the
+comparer (:func:`gateway.sql.equivalence.same_result`): the reason is only asked for when that comparer said the
 answer differs, and is the first of these that holds, from the coarsest to the finest:
 
 * ``error``: the answer has no result (the SQL failed, no SQL, the time budget spent);
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gateway.equivalence import same_result
+from gateway.sql.equivalence import same_result
 
 __all__ = ["REASONS", "why_wrong"]
 

@@ -5,7 +5,7 @@ that shares every resource (pools, LLM client, caches) and differs in one thing:
 version), the rules, or the model and ask policy (see :func:`guideline_variant`, :func:`settings_variant`).
 Each verified question is asked through the real pipeline (:func:`gateway.pipeline.ask`) once under the
 *before* variant (what is in force) and once under the *after* one (the change), its reference SQL is run,
-and each answer is compared with the reference by :func:`gateway.equivalence.same_result` (order modulo
+and each answer is compared with the reference by :func:`gateway.sql.equivalence.same_result` (order modulo
 the reference's ties). Per item the report says:
 
 * ``regressed``: right before, wrong now, with the reason (:mod:`gateway.eval.reasons`), both SQLs;
@@ -30,17 +30,17 @@ from typing import Any
 from gateway import errors
 from gateway.context.model import Example, Guideline
 from gateway.context.sources import ExamplesSource, GuidelineSource
-from gateway.corrections import MemoryCorrections
-from gateway.equivalence import gold_is_ordered, normalize_cell, order_key_columns
 from gateway.eval.reasons import why_wrong
-from gateway.eval.report import percentile
+from gateway.eval.stats import percentile
 from gateway.eval.suspect import limit_of, policy_refuses, suspect_reason, widened
 from gateway.eval.verified import VerifiedItem
 from gateway.execute import run_query
+from gateway.learning.corrections import MemoryCorrections
 from gateway.pipeline import Question, ask
 from gateway.pipeline.tally import Tally
 from gateway.rules import RulesRegistry
 from gateway.settings import DatabaseSettings
+from gateway.sql.equivalence import gold_is_ordered, normalize_cell, order_key_columns
 from gateway.state import GatewayState
 from gateway.store.examples import question_key
 

@@ -18,19 +18,14 @@ from gateway import errors
 from gateway.context.model import Guideline
 from gateway.eval import pipeline
 from gateway.eval.replay import (
-    IN_FORCE,
     Variant,
     combine,
     guideline_variant,
     render_report,
-    replay,
     rules_variant,
     settings_variant,
 )
-from gateway.eval.verified import load_verified
 from gateway.settings import Settings
-from gateway.store import guidelines as stored_guidelines
-from gateway.store import regressions
 
 __all__ = ["REGRESSED", "replay_session"]
 
@@ -43,17 +38,23 @@ async def replay_session(settings: Settings, *, databases: Sequence[str], guidel
     """Replay and report; 0 without regressions, 1 with some, 2 when it cannot start."""
     out = out or sys.stdout
     try:
-        async with pipeline.open_store(settings) as store, pipeline.open_gateway(settings) as state:
-            scope = list(databases) or sorted(state.targets.by_name)
+        if not settings.store.dsn:
+            raise pipeline.EvalSetupError("this needs the feedback store: set store.dsn (NL2SQL_STORE__DSN)")
+        async with pipeline.open_gateway(settings) as gateway:
+            known = sorted(gateway.settings.databases)
+            scope = list(databases) or known
             for database in scope:
-                state.target(database)
+                if database not in gateway.settings.databases:
+                    raise errors.UnknownDatabase(f"no database named {database!r} (known: "
+                                                 f"{', '.join(known) or 'none configured'})", database=database)
             changes: list[Variant] = []
             version: int | None = None
             if guideline is not None:
                 version = int(guideline.lower().removeprefix("v"))
-                stored = await stored_guidelines.get(store.pool, version)
-                if stored is None:
-                    raise pipeline.EvalSetupError(f"the store has no guideline version {version}")
+                try:
+                    stored = await gateway.guideline(version)
+                except errors.UnknownGuidelineVersion:
+                    raise pipeline.EvalSetupError(f"the store has no guideline version {version}") from None
                 changes.append(guideline_variant(f"guideline v{version}", Guideline(f"v{version}", stored.text)))
             if model is not None:
                 changes.append(settings_variant(f"model {model}", lambda s: s.model_copy(
@@ -62,16 +63,16 @@ async def replay_session(settings: Settings, *, databases: Sequence[str], guidel
                 changes.append(rules_variant(f"rules {rules_dir}", rules_dir))
             if not changes:
                 raise pipeline.EvalSetupError("nothing to replay: give --guideline, --model or --rules-dir")
-            items = await load_verified(store.pool, scope, limit=limit)
+            items = await gateway.verified_items(scope, limit=limit)
             if not items:
                 raise pipeline.EvalSetupError(f"no approved verified example on {', '.join(scope)}")
-            if state.llm is None:
+            if await gateway.llm_problem(probe=False):
                 raise pipeline.EvalSetupError("no LLM endpoint configured: set llm.base_url and llm.model")
             after = combine(" + ".join(c.label for c in changes), changes)
-            report = (await replay(state, items, IN_FORCE, after, concurrency=concurrency)).as_dict()
-            report_id = await regressions.add(store.pool, report=report, subject=after.label, actor="cli",
-                                              passed=not report["regressions"], guideline_version=version,
-                                              database=scope[0] if len(scope) == 1 else None)
+            report = (await gateway.replay_verified(items, after, concurrency=concurrency)).as_dict()
+            report_id = await gateway.record_regression_report(
+                report, subject=after.label, actor="cli", guideline_version=version,
+                database=scope[0] if len(scope) == 1 else None)
     except pipeline.EvalSetupError as exc:
         print(f"cannot start: {exc}", file=sys.stderr)
         return 2

@@ -25,15 +25,14 @@ and how the answers were chosen.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from gateway.eval.runfolder import RunFolder
 from gateway.eval.scenarios import ScenarioError, parse_scenario
+from gateway.eval.stats import percentile
 from gateway.findings import CODES
-from gateway.pipeline.generate import normalize_sql
 
 __all__ = ["FINDING_CODES", "build_report", "finding_precision", "percentile", "write_report"]
 
@@ -41,19 +40,6 @@ __all__ = ["FINDING_CODES", "build_report", "finding_precision", "percentile", "
 # so that a code that never fired shows in the table as 0 rather than missing; codes a run saw that are not
 # listed here are added.
 FINDING_CODES = tuple(code.name for code in CODES.values() if code.reflectable)
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """Nearest-rank percentile (``q`` in 0..100); None for no values.
-
-    >>> percentile([1, 2, 3, 4], 50), percentile([1, 2, 3, 4], 95), percentile([], 50)
-    (2, 4, None)
-    """
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def _ratio(part: int, whole: int) -> float | None:
@@ -90,6 +76,9 @@ def false_alarms(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def finding_precision(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Per finding code: firings on right and on wrong attempts, precision and recall (see the module doc)."""
+    from gateway.service import Gateway  # here: `eval report` reads run folders without loading the gateway
+
+    statement_key = Gateway.statement_key
     attempts: dict[tuple[str, str], tuple[bool, set[str]]] = {}
     for r in results:
         verdicts = r.get("attempt_correct")
@@ -98,7 +87,7 @@ def finding_precision(results: list[dict[str, Any]]) -> dict[str, Any]:
         for attempt, right in zip(r.get("trace") or [], verdicts, strict=False):
             if right is None:
                 continue  # a repeated SQL, not run again
-            key = (str(r["id"]), normalize_sql(attempt.get("sql") or ""))
+            key = (str(r["id"]), statement_key(attempt.get("sql") or ""))
             attempts.setdefault(key, (bool(right), {f.get("code") for f in attempt.get("findings", [])}))
     wrong = sum(not right for right, _ in attempts.values())
     seen = {code for _, codes in attempts.values() for code in codes}
@@ -218,7 +207,7 @@ def write_report(folder: RunFolder) -> dict[str, Any]:
     """
     import json
 
-    from gateway import extras
+    from gateway.cli import extras
     from gateway.eval.charts import write_charts
     from gateway.eval.markdown import render_markdown
 

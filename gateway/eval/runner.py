@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway import errors
 from gateway.context.model import Guideline
@@ -26,12 +26,14 @@ from gateway.eval.reasons import why_wrong
 from gateway.eval.runfolder import RunFolder
 from gateway.eval.scenarios import Scenario
 from gateway.eval.score import WRONG, Gold, Verdict, run_gold, score
-from gateway.pipeline.respond import Answer, Attempt
-from gateway.state import GatewayState
+from gateway.service import Gateway
+
+if TYPE_CHECKING:  # the types of Gateway.trial's result
+    from gateway.service import Answer, Attempt
 
 __all__ = ["AnswerFn", "EvalStopped", "RunSummary", "is_transient", "run_eval"]
 
-AnswerFn = Callable[[GatewayState, Question, Scenario, Guideline], Awaitable[Answer]]
+AnswerFn = Callable[[Gateway, Question, Scenario, Guideline], Awaitable["Answer"]]
 
 
 class EvalStopped(RuntimeError):
@@ -54,7 +56,7 @@ def is_transient(exc: errors.GatewayError) -> bool:
 
 
 async def run_eval(
-    state: GatewayState,
+    gateway: Gateway,
     folder: RunFolder,
     questions: Sequence[Question],
     scenarios: Sequence[Scenario],
@@ -74,14 +76,14 @@ async def run_eval(
 
     def gold_of(q: Question) -> asyncio.Task[Gold]:
         if q.id not in golds:
-            golds[q.id] = asyncio.ensure_future(run_gold(state, q))
+            golds[q.id] = asyncio.ensure_future(run_gold(gateway, q))
         return golds[q.id]
 
     async def one(scenario: Scenario, q: Question) -> None:
         async with slots:
             gold = await gold_of(q)
             guideline = guidelines[(q.database, scenario.guideline)]
-            record = await _answer_and_score(state, q, scenario, guideline, gold, answer_fn)
+            record = await _answer_and_score(gateway, q, scenario, guideline, gold, answer_fn)
         folder.append_result(record)
         summary.finished += 1
         summary.correct += bool(record.get("correct"))
@@ -107,7 +109,7 @@ async def run_eval(
     return summary
 
 
-async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario, guideline: Guideline, gold: Gold,
+async def _answer_and_score(gateway: Gateway, q: Question, scenario: Scenario, guideline: Guideline, gold: Gold,
                             answer_fn: AnswerFn) -> dict[str, Any]:
     base: dict[str, Any] = {"scenario": scenario.name, "id": q.id, "database": q.database, "category": q.category}
     if gold.error is not None:
@@ -117,7 +119,7 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
                 "latency_ms": 0.0, "finished_at": _now()}
     started = time.perf_counter()
     try:
-        answer = await answer_fn(state, q, scenario, guideline)
+        answer = await answer_fn(gateway, q, scenario, guideline)
     except errors.GatewayError as exc:
         if is_transient(exc):
             raise

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal
 
 from gateway.settings import FINDING_CODES_REFLECTED_BY_DEFAULT, AskPolicy
 
@@ -105,7 +105,7 @@ def parse_scenario(text: str) -> Scenario:
     if mode not in REFLECTIONS:
         raise ScenarioError(f"scenario {text!r}: reflection must be one of {', '.join(REFLECTIONS)}")
     guideline, slash_c, candidates = rest.partition("/")
-    return Scenario(cast(Reflection, mode), parse_guideline(guideline) if slash else "none",
+    return Scenario(mode, parse_guideline(guideline) if slash else "none",
                     parse_candidates(candidates) if slash_c else 1)
 
 

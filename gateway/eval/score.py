@@ -8,7 +8,7 @@ reported as a gold error, with the setting to raise.
 
 A prediction is scored under three conventions, so that numbers compare with published ones:
 
-* ``strict``, the project's own (:func:`gateway.equivalence.same_result`): rows a multiset, order when the
+* ``strict``, the project's own (:func:`gateway.sql.equivalence.same_result`): rows a multiset, order when the
   gold has ORDER BY (modulo ties: rows the gold's sort key does not tell apart may come in any order, when
   the key is among the gold's outputs), column order free, no extra columns (``extra`` is the same with
   extra columns allowed);
@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway import errors
-from gateway.equivalence import (
+from gateway.eval.questions import Question
+from gateway.service import Gateway
+from gateway.sql.equivalence import (
     asks_for_order,
     gold_is_ordered,
     order_key_columns,
@@ -32,9 +34,6 @@ from gateway.equivalence import (
     same_result_bird,
     same_result_defog,
 )
-from gateway.eval.questions import Question
-from gateway.execute import run_query
-from gateway.state import GatewayState
 
 __all__ = ["Gold", "GoldResult", "Verdict", "run_gold", "score"]
 
@@ -70,22 +69,20 @@ class Verdict:
 WRONG = Verdict(strict=False, extra=False)
 
 
-async def run_gold(state: GatewayState, question: Question) -> Gold:
+async def run_gold(gateway: Gateway, question: Question) -> Gold:
     """Execute every gold alternative of ``question`` on its database."""
-    try:
-        target = state.target(question.database)
-    except errors.UnknownDatabase as exc:
-        return Gold(error=f"{exc.code}: {exc.detail}")
-    cap = target.settings.limits.max_rows
     gold = Gold()
     for sql in question.gold_sql:
         try:
-            result = await run_query(target, sql, max_rows=cap)
+            result = await gateway.reference_query(question.database, sql)
+        except errors.UnknownDatabase as exc:
+            return Gold(error=f"{exc.code}: {exc.detail}")
         except errors.DatabaseUnavailable:
             raise  # infrastructure, not the question's fault: the run stops and can be resumed
         except errors.GatewayError as exc:
             return Gold(error=f"gold SQL failed ({exc.code}): {exc.detail}")
         if result.truncated:
+            cap = gateway.settings.databases[question.database].limits.max_rows
             return Gold(error=f"gold result has more than {cap} rows; raise "
                               f"databases.{question.database}.limits.max_rows to evaluate this question")
         gold.alternatives.append(GoldResult(sql, [c.name for c in result.columns], result.rows, gold_is_ordered(sql),

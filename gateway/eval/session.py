@@ -16,8 +16,8 @@ from gateway.eval.runfolder import RunFolder
 from gateway.eval.runner import AnswerFn, EvalStopped, run_eval
 from gateway.eval.scenarios import Scenario
 from gateway.observability.logging import configure_logging
+from gateway.service import Gateway
 from gateway.settings import Settings
-from gateway.store import Store
 
 __all__ = ["NOTHING_SCORED", "STOPPED", "run_session", "summary_table"]
 
@@ -39,10 +39,11 @@ async def run_session(settings: Settings, folder: RunFolder | Callable[[], RunFo
     needs_store = collect or any(s.guideline_version is not None for s in scenarios)
     async with AsyncExitStack() as stack:
         try:
-            store = await stack.enter_async_context(pipeline.open_store(settings)) if needs_store else None
-            state = await stack.enter_async_context(pipeline.open_gateway(settings))
-            await pipeline.preflight(state, questions)
-            guidelines = await _guidelines(settings, store, questions, scenarios)
+            if needs_store and not settings.store.dsn:
+                raise pipeline.EvalSetupError("this needs the feedback store: set store.dsn (NL2SQL_STORE__DSN)")
+            gateway = await stack.enter_async_context(pipeline.open_gateway(settings))
+            await pipeline.preflight(gateway, questions)
+            guidelines = await _guidelines(gateway, questions, scenarios)
             if not isinstance(folder, RunFolder):
                 folder = folder()
         except pipeline.EvalSetupError as exc:
@@ -53,7 +54,7 @@ async def run_session(settings: Settings, folder: RunFolder | Callable[[], RunFo
             return 2
         status = 0
         try:
-            summary = await run_eval(state, folder, questions, scenarios, guidelines, answer_fn,
+            summary = await run_eval(gateway, folder, questions, scenarios, guidelines, answer_fn,
                                      concurrency=concurrency, progress=progress)
             print(f"finished {summary.finished} pairs ({summary.skipped} recorded earlier)", file=sys.stderr)
         except EvalStopped as exc:
@@ -67,22 +68,22 @@ async def run_session(settings: Settings, folder: RunFolder | Callable[[], RunFo
             print(f"nothing was scored (every gold SQL failed, or no pair ran): see {folder.report_dir / 'report.md'}",
                   file=sys.stderr)
             status = NOTHING_SCORED
-        if collect and store is not None:
+        if collect:
             from gateway.eval.collect import collect_corrections
 
-            collected = await collect_corrections(store, folder, questions, [s.name for s in scenarios])
+            collected = await collect_corrections(gateway, folder, questions, [s.name for s in scenarios])
             out.write(f"corrections stored: {collected.stored} (already stored earlier: {collected.already}, "
                       f"same SQL in another scenario: {collected.duplicates}, no SQL to learn from: "
                       f"{collected.without_sql})\n")
     return status
 
 
-async def _guidelines(settings: Settings, store: Store | None, questions: Sequence[Question],
+async def _guidelines(gateway: Gateway, questions: Sequence[Question],
                       scenarios: Sequence[Scenario]) -> dict[tuple[str, str], Guideline]:
     resolved: dict[tuple[str, str], Guideline] = {}
     for database in sorted({q.database for q in questions}):
         for choice in dict.fromkeys(s.guideline for s in scenarios):
-            resolved[(database, choice)] = await pipeline.resolve_guideline(settings, store, database, choice)
+            resolved[(database, choice)] = await pipeline.resolve_guideline(gateway, database, choice)
     return resolved
 
 

@@ -14,11 +14,11 @@ from typing import Any, Protocol
 
 from pglast import parser as pg
 
+from gateway.learning.templates import Template
 from gateway.store import examples
 from gateway.store import templates as templates_store
 from gateway.store.examples import question_key
 from gateway.store.pool import Db
-from gateway.templates import Template
 
 __all__ = ["ApprovedExamples", "Templates", "VerifiedItem", "VerifiedSource", "inline_values", "load_verified"]
 

@@ -42,7 +42,7 @@ class ConnectBackoff:
 
     @property
     def wait_s(self) -> float:
-        return min(self.first_s * 2 ** max(self.failures - 1, 0), self.max_s)
+        return float(min(self.first_s * 2 ** max(self.failures - 1, 0), self.max_s))
 
     async def connect(self, *args: Any, **kwargs: Any) -> asyncpg.Connection:
         """``asyncpg.connect``, unless the target is backing off (then :class:`faults.ConnectPaused`)."""

@@ -114,4 +114,4 @@ def pool_exhausted(pool: asyncpg.Pool, max_size: int) -> bool:
     Every connection of a full pool is open and none is idle; a pool that was still connecting was waiting
     on the database.
     """
-    return pool.get_size() >= max_size and pool.get_idle_size() == 0
+    return bool(pool.get_size() >= max_size and pool.get_idle_size() == 0)

@@ -16,13 +16,15 @@ from typing import Any, Literal
 
 import asyncpg
 
-from gateway import deadline, errors, masking
+from gateway import errors
 from gateway.execute import faults, statements, values
 from gateway.execute.backoff import ConnectBackoff
 from gateway.execute.budget import ResultBudget
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.serving import deadline
 from gateway.settings import DatabaseSettings, Settings
+from gateway.sql import masking
 
 log = get_logger(__name__)
 
@@ -187,7 +189,7 @@ class Target:
     name: str
     settings: DatabaseSettings
     pool: asyncpg.Pool
-    # The hidden names of this database's live policy (gateway.masking.install); none until installed.
+    # The hidden names of this database's live policy (gateway.sql.masking.install); none until installed.
     hidden_names: Callable[[], Sequence[str]] = field(default=lambda: ())
 
     def mask_error(self, error: errors.GatewayError) -> errors.GatewayError:

@@ -22,7 +22,6 @@ from typing import Any
 
 import asyncpg
 
-from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.execute import claims as row_claims
 from gateway.execute import cost, faults, statements, values, wire
@@ -30,6 +29,7 @@ from gateway.execute.budget import FIRST_BATCH, Lease, fetch_rows
 from gateway.execute.pool import RESET_SQL, SESSION_RESET_SQL, Target
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.serving import deadline as request_deadline
 
 log = get_logger(__name__)
 
@@ -125,7 +125,7 @@ async def run_query(target: Target, sql: str, *, max_rows: int | None = None, ro
     :class:`errors.StatementTimeout`, :class:`errors.DatabaseUnavailable` (every driver and socket fault,
     sorted by :mod:`gateway.execute.faults`), :class:`errors.PoolExhausted` (no connection became free within
     ``acquire_timeout_s``; never retried) or :class:`errors.DeadlineExceeded` (the request's deadline,
-    :mod:`gateway.deadline`, caps the connection wait and the statement_timeout). A lost connection is
+    :mod:`gateway.serving.deadline`, caps the connection wait and the statement_timeout). A lost connection is
     retried once on a fresh one: the statement is read-only, so running it again is harmless.
 
     ``principal``: whose request this is (:attr:`gateway.auth.keys.Principal.partition`, which includes

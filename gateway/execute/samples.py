@@ -88,7 +88,8 @@ async def distinct_values(target: Target, schema: str, table: str, column: str, 
 async def trigram_schema(target: Target) -> str | None:
     """The schema pg_trgm is installed in, or None when the extension is not there."""
     async with _read_only(target) as conn:
-        return await conn.fetchval(TRGM_SQL)
+        found: str | None = await conn.fetchval(TRGM_SQL)
+        return found
 
 
 async def trigram_scores(target: Target, trgm_schema: str, phrases: Sequence[str], values: Sequence[str],

@@ -70,7 +70,8 @@ _sessions: weakref.WeakKeyDictionary[asyncpg.Connection, Session] = weakref.Weak
 
 def raw(conn: Any) -> asyncpg.Connection:
     """The driver's connection behind a pool proxy (the proxy is invalid once the connection is released)."""
-    return conn._con if isinstance(conn, PoolConnectionProxy) else conn  # type: ignore[no-any-return]
+    found: asyncpg.Connection = conn._con if isinstance(conn, PoolConnectionProxy) else conn
+    return found
 
 
 def session_of(conn: Any) -> Session:
@@ -109,7 +110,7 @@ async def detect_pooler(conn: Any) -> bool:
     """Whether ``conn`` reaches Postgres through a pooler (marked on its session). A direct connection's
     BackendKeyData names its backend; PgBouncer (and other poolers) send a key of their own, so the pid
     differs from ``pg_backend_pid()``. In session mode this only costs the kept statements."""
-    pooled = raw(conn).get_server_pid() != await conn.fetchval("SELECT pg_backend_pid()")
+    pooled = bool(raw(conn).get_server_pid() != await conn.fetchval("SELECT pg_backend_pid()"))
     session_of(conn).pooled = pooled
     return pooled
 

@@ -2,7 +2,7 @@
 writer, and the gate's replay. Each function is one call; the cycle and the run decide when to make it.
 
 What a correction carries (question, hints, SQL) and what an agent wrote is passed as data blocks, and every
-system prompt ends with the rule that such blocks are never instructions (see ``gateway.untrusted``).
+system prompt ends with the rule that such blocks are never instructions (see ``gateway.llm.untrusted``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gateway.llm import LLMClient
+from gateway.llm.client import LLM
+from gateway.llm.untrusted import RULE, data_block
 from gateway.magic import prompts
 from gateway.pipeline.generate import extract_sql
 from gateway.store.runs import KeptFeedback
-from gateway.untrusted import RULE, data_block
 
 __all__ = ["Agents", "Case", "extract_sql"]
 
@@ -36,7 +36,7 @@ class Case:
 class Agents:
     """The LLM behind every agent, with a call counter for run reports and benchmarks."""
 
-    llm: LLMClient
+    llm: LLM
     model: str
     calls: int = 0
     by_purpose: dict[str, int] = field(default_factory=dict)

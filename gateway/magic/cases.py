@@ -8,8 +8,8 @@ from gateway.execute import QueryResult
 from gateway.execute.introspect import Schema, introspect
 from gateway.magic.agents import Case
 from gateway.magic.cycle import execute_checked
+from gateway.pipeline.ports import Asking
 from gateway.safety import Policy
-from gateway.state import GatewayState
 from gateway.store.corrections import StoredCorrection
 
 
@@ -41,7 +41,7 @@ def describe_schema(schema: Schema, policy: Policy) -> str:
 class CaseBuilder:
     """Builds cases, introspecting each database once per run."""
 
-    state: GatewayState
+    state: Asking
     _schemas: dict[str, str] | None = None
 
     async def schema_text(self, database: str) -> str:

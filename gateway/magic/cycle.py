@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gateway import errors, safety
-from gateway.equivalence import gold_is_ordered, same_result
 from gateway.execute import QueryResult, run_query
 from gateway.magic import prompts
 from gateway.magic.agents import Agents, Case, extract_sql
 from gateway.observability.logging import get_logger
-from gateway.state import GatewayState
+from gateway.pipeline.ports import Asking
+from gateway.sql.equivalence import gold_is_ordered, same_result
 
 log = get_logger(__name__)
 
@@ -43,7 +43,7 @@ class CycleResult:
     trace: list[dict[str, str | None]] = field(default_factory=list)
 
 
-async def execute_checked(state: GatewayState, database: str, sql: str) -> Executed:
+async def execute_checked(state: Asking, database: str, sql: str) -> Executed:
     """Run ``sql`` the way the gateway runs anything: safety check first, then guarded execution."""
     verdict = safety.check(sql, state.policy(database))
     if not verdict.allowed:
@@ -71,7 +71,7 @@ def leaks(text: str, sql: str) -> bool:
     return bool(flat) and flat in " ".join(text.casefold().split())
 
 
-async def run_cycle(state: GatewayState, agents: Agents, case: Case, gold: QueryResult,
+async def run_cycle(state: Asking, agents: Agents, case: Case, gold: QueryResult,
                     max_iterations: int) -> CycleResult:
     feedback_instructions = prompts.FEEDBACK_INSTRUCTIONS
     correction_instructions = prompts.CORRECTION_INSTRUCTIONS

@@ -32,13 +32,14 @@ from typing import Any
 
 from gateway.context.model import Guideline
 from gateway.context.sources import GuidelineSource
-from gateway.corrections import MemoryCorrections
 from gateway.eval.replay import RegressionReport, WithoutQuestion, guideline_variant, replay
 from gateway.eval.verified import load_verified
+from gateway.learning.corrections import MemoryCorrections
 from gateway.magic.agents import Agents, extract_sql
 from gateway.magic.cases import CaseBuilder
 from gateway.magic.cycle import equivalent, execute_checked
 from gateway.pipeline import Question, ask
+from gateway.pipeline.ports import Asking
 from gateway.pipeline.tally import Tally
 from gateway.settings import MagicSettings
 from gateway.state import GatewayState
@@ -71,15 +72,23 @@ class GlobalBaseline:
         return await self.source.global_active(database)
 
 
-def baseline_for(state: GatewayState, database: str | None) -> GuidelineSource:
+def baseline_for(state: Asking, database: str | None) -> GuidelineSource:
     """The guideline a candidate of scope ``database`` (None: global) would replace."""
     if database is None and isinstance(state.guidelines, StoreGuidelines):
         return GlobalBaseline(state.guidelines)
     return state.guidelines
 
 
+def _whole(state: Asking) -> GatewayState:
+    """Replays answer under views of the running state (another guideline, examples, targets or rules,
+    gateway.eval.replay): those are copies of the state itself, not of a narrower view."""
+    if not isinstance(state, GatewayState):
+        raise TypeError(f"replaying needs the gateway's state, not {type(state).__name__}")
+    return state
+
+
 async def evaluate(
-    state: GatewayState, store: Store, agents: Agents, candidate_text: str, settings: MagicSettings, *,
+    state: Asking, store: Store, agents: Agents, candidate_text: str, settings: MagicSettings, *,
     database: str | None = None, learnt_from: list[int] | None = None,
 ) -> dict[str, Any]:
     """Replay held-out material with the candidate (of scope ``database``, None: global) and the baseline;
@@ -100,7 +109,7 @@ async def evaluate(
         verified = await load_verified(store.pool, scope, limit=settings.gate_max_examples,
                                        learnt_from=learnt_from or [])
         if verified:
-            report = await replay(state, verified, guideline_variant("in force", baseline),
+            report = await replay(_whole(state), verified, guideline_variant("in force", baseline),
                                   guideline_variant("candidate", Guideline("candidate", candidate_text)),
                                   concurrency=settings.concurrency)
     if held_out and len(held_out) >= needed:
@@ -184,7 +193,7 @@ def _verdict(method: str, note: str, items: list[dict[str, Any]], versions: set[
     }
 
 
-async def _replay_questions(state: GatewayState, held_out: list[StoredExample], candidate_text: str,
+async def _replay_questions(state: Asking, held_out: list[StoredExample], candidate_text: str,
                             baseline: GuidelineSource, settings: MagicSettings,
                             ) -> tuple[list[dict[str, Any]], set[str]]:
     slots = asyncio.Semaphore(settings.concurrency)
@@ -202,7 +211,7 @@ async def _replay_questions(state: GatewayState, held_out: list[StoredExample], 
             item: dict[str, Any] = {"example_id": example.id, "database": example.database,
                                     "question": example.question}
             for name, guideline in (("candidate", candidate), ("baseline", base)):
-                view = replace(state, guidelines=FixedGuideline(guideline), tally=tally,
+                view = replace(_whole(state), guidelines=FixedGuideline(guideline), tally=tally,
                                examples=WithoutQuestion(state.examples, example.question),
                                corrections=MemoryCorrections(size=1))
                 limits = view.target(example.database).settings.limits
@@ -218,7 +227,7 @@ async def _replay_questions(state: GatewayState, held_out: list[StoredExample], 
     return [i for i in found if i is not None], versions
 
 
-async def _replay_reflections(state: GatewayState, store: Store, agents: Agents, candidate_text: str,
+async def _replay_reflections(state: Asking, store: Store, agents: Agents, candidate_text: str,
                               baseline: GuidelineSource, settings: MagicSettings, database: str | None,
                               ) -> tuple[list[dict[str, Any]], set[str]]:
     held_out = await corrections.holdout(store.pool, limit=settings.gate_max_examples, database=database)

@@ -22,13 +22,13 @@ from gateway.context.sources import GuidelineSource
 from gateway.magic import gate
 from gateway.magic.agents import Agents
 from gateway.magic.run import Magic, RunReport, refresh_gauges, regenerate
-from gateway.state import GatewayState
+from gateway.pipeline.ports import Asking
 from gateway.store import Store, guidelines, regressions
 from gateway.store.guidelines import GuidelineVersion
 from gateway.store.sources import StoreGuidelines, version_label
 
 
-def magic_for(state: GatewayState, store: Store) -> Magic:
+def magic_for(state: Asking, store: Store) -> Magic:
     """The MAGIC dependencies from the running gateway; ``llm_not_configured`` without an LLM."""
     model = state.settings.magic.model or state.settings.llm.model
     if state.llm is None or model is None:
@@ -45,13 +45,13 @@ async def get(store: Store, version: int) -> GuidelineVersion:
     return found
 
 
-def check_scope(state: GatewayState, database: str | None) -> None:
+def check_scope(state: Asking, database: str | None) -> None:
     """``unknown_database`` for a scope that names no configured database (None, global, always exists)."""
     if database is not None:
         state.target(database)
 
 
-async def run_regeneration(state: GatewayState, store: Store, *, activate: bool | None = None,
+async def run_regeneration(state: Asking, store: Store, *, activate: bool | None = None,
                            trigger: str = "manual", database: str | None = None) -> RunReport:
     """One run (for ``database``, or global); ``regeneration_running`` when another replica holds the lock,
     the run's error when it failed."""
@@ -67,7 +67,7 @@ async def run_regeneration(state: GatewayState, store: Store, *, activate: bool 
     return report
 
 
-async def activate(state: GatewayState, store: Store, version: int, *, force: bool = False,
+async def activate(state: Asking, store: Store, version: int, *, force: bool = False,
                    actor: str = "unknown") -> GuidelineVersion:
     """Activate ``version`` in its scope (its database, or global); a candidate goes through the gate first
     unless ``force``: the regression replay of the verified set (``guideline_regressed`` when a question right
@@ -105,7 +105,7 @@ async def activate(state: GatewayState, store: Store, version: int, *, force: bo
     return await _activate(state, store, version, action="activate", actor=actor, detail=detail)
 
 
-async def _activate(state: GatewayState, store: Store, version: int, *, action: guidelines.Action, actor: str,
+async def _activate(state: Asking, store: Store, version: int, *, action: guidelines.Action, actor: str,
                     detail: dict[str, object]) -> GuidelineVersion:
     activated = await guidelines.activate(store.pool, version, action=action, actor=actor, detail=detail)
     if activated is None:
@@ -115,7 +115,7 @@ async def _activate(state: GatewayState, store: Store, version: int, *, action: 
     return activated
 
 
-async def rollback(state: GatewayState, store: Store, version: int | None = None, *, database: str | None = None,
+async def rollback(state: Asking, store: Store, version: int | None = None, *, database: str | None = None,
                    actor: str = "unknown") -> GuidelineVersion:
     """Activate ``version``, or the scope's version that was active before the current one (no gate: it was
     accepted once). ``version`` must belong to the scope (``database``, None: global)."""
@@ -152,7 +152,7 @@ async def rollback_in_store(store: Store, version: int | None, *, database: str 
     return activated
 
 
-async def reset(state: GatewayState, store: Store, database: str | None = None, *,
+async def reset(state: Asking, store: Store, database: str | None = None, *,
                 actor: str = "unknown") -> InForce:
     """Go back to the shipped default for a scope: no stored version of ``database`` (None: global) stays
     active, so the database uses the global version or the shipped file (globally: the shipped file).
@@ -182,7 +182,7 @@ class InForce:
                 "retired": self.retired}
 
 
-async def in_force(state: GatewayState, store: Store, database: str | None) -> InForce:
+async def in_force(state: Asking, store: Store, database: str | None) -> InForce:
     """What ``database`` uses now (None: what a database without its own version uses)."""
     check_scope(state, database)
     files = state.guidelines.fallback if isinstance(state.guidelines, StoreGuidelines) else state.guidelines
@@ -246,7 +246,7 @@ async def export(store: Store, directory: Path) -> list[Path]:
     return written
 
 
-def _invalidate(state: GatewayState) -> None:
+def _invalidate(state: Asking) -> None:
     if isinstance(state.guidelines, StoreGuidelines):
         state.guidelines.invalidate()
 

@@ -11,7 +11,7 @@ Information each agent sees, as the paper prescribes:
   for the correction agent it also sees the ideal output, which it must not hand on;
 - guideline writer: the guideline so far and a batch of successful corrections with their feedback.
 
-Questions, hints, SQL and agent outputs are filled in as data blocks (``gateway.untrusted``), and every
+Questions, hints, SQL and agent outputs are filled in as data blocks (``gateway.llm.untrusted``), and every
 system prompt ends with ``untrusted.RULE`` (added by ``Agents.ask``, so a manager's rewrite of an agent's
 instructions cannot drop it): a correction whose question says "ignore the instructions above" is material
 for the agents, not an order.

@@ -29,7 +29,7 @@ from typing import Any
 
 from gateway import errors
 from gateway.context.sources import GuidelineSource
-from gateway.llm import LLMClient
+from gateway.llm.client import LLM
 from gateway.magic import gate
 from gateway.magic.agents import Agents
 from gateway.magic.batch import batches, looks_like_guideline
@@ -37,8 +37,8 @@ from gateway.magic.cases import CaseBuilder
 from gateway.magic.cycle import run_cycle
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.pipeline.ports import Asking
 from gateway.settings import MagicSettings
-from gateway.state import GatewayState
 from gateway.store import Store, corrections, guidelines, runs
 from gateway.store.corrections import StoredCorrection
 
@@ -49,9 +49,9 @@ log = get_logger(__name__)
 class Magic:
     """What a run needs: the gateway (targets, policies), the store, the LLM and the baseline guideline."""
 
-    state: GatewayState
+    state: Asking
     store: Store
-    llm: LLMClient
+    llm: LLM
     settings: MagicSettings
     model: str
     baseline: GuidelineSource

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from gateway.magic.lifecycle import magic_for
 from gateway.magic.run import refresh_gauges, regenerate
 from gateway.observability.logging import get_logger
+from gateway.pipeline.ports import Asking
 from gateway.settings import MagicSettings
-from gateway.state import GatewayState
 from gateway.store import Store, corrections, runs
 from gateway.store.sources import StoreGuidelines
 
@@ -34,7 +34,7 @@ async def due(store: Store, settings: MagicSettings) -> str | None:
     return None
 
 
-async def loop(state: GatewayState, store: Store) -> None:
+async def loop(state: Asking, store: Store) -> None:
     settings = state.settings.magic
     while True:
         await asyncio.sleep(settings.poll_s)

@@ -40,11 +40,11 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from gateway import errors
-from gateway.api.middleware import replay
 from gateway.api.problems import challenge_of, problem_response
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.scopes import Operation
 from gateway.service import Gateway
+from gateway.serving.admission import replay
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
@@ -167,21 +167,16 @@ class McpEndpoint:
         await manager.handle_request(scope, receive, _plain_status(send))
 
     async def _authorize(self, app: Any, scope: Scope, state: dict[str, Any]) -> Principal:
-        gateway_state = app.state.gateway
-        auth = gateway_state.auth
-        if auth is None:  # an open Gateway always sets it; failing closed beats serving unauthenticated
-            raise errors.GatewayError("access control is not initialised")
+        gateway: Gateway = app.state.service
         principal = state.get("principal")
-        if not auth.settings.enabled:
+        if not gateway.auth_enabled():  # fails closed when access control is not initialised
             principal = ANONYMOUS
         elif not isinstance(principal, Principal):  # the middleware authenticates; a request that got here
             headers = dict(scope["headers"])       # some other way is authenticated here
-            principal = await auth.authenticate(headers.get(b"authorization", b"").decode("latin-1") or None)
+            principal = await gateway.authenticate(headers.get(b"authorization", b"").decode("latin-1") or None)
         principal.check_role(Role.CLIENT)
-        limits = gateway_state.rate_limits
-        if limits is not None and limits.enabled:
-            client = scope.get("client")
-            await limits.admit(principal, client[0] if client else "unknown")
+        client = scope.get("client")
+        await gateway.admit(principal, client[0] if client else "unknown")  # nothing when no limit is set
         return principal
 
 

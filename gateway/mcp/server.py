@@ -23,7 +23,6 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from gateway import __version__, errors
-from gateway import deadline as request_deadline
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.access import required_role
 from gateway.auth.scopes import Operation
@@ -32,6 +31,7 @@ from gateway.mcp.clarify import Dialog
 from gateway.mcp.tools import BY_NAME, TOOLS, Call
 from gateway.observability.logging import get_logger
 from gateway.service import Gateway
+from gateway.serving import deadline as request_deadline
 
 log = get_logger(__name__)
 
@@ -67,10 +67,8 @@ def local_caller(gateway: Gateway, authorization: str | None) -> Resolve:
     async def resolve(ctx: ServerRequestContext[Any, Any] | None) -> Caller:
         principal = ANONYMOUS
         if authorization is not None:
-            auth = gateway.state.auth
-            if auth is None:  # an open Gateway always sets it; fail closed rather than act as admin
-                raise errors.GatewayError("access control is not initialised")
-            principal = await auth.authenticate(authorization)
+            # fails closed ("access control is not initialised") rather than act as admin
+            principal = await gateway.authenticate(authorization)
         return Caller(gateway, principal, uuid.uuid4().hex)
 
     return resolve
@@ -124,7 +122,7 @@ def build_server(resolve: Resolve) -> Server[Any]:
             caller.principal.check_role(spec.role)
             if spec.needs_semantic and not caller.gateway.serves_metrics():
                 raise errors.NotFound(f"the tool {spec.name!r} needs a semantic layer, and this gateway has none: "
-                                      "set semantic_dir (see the README's Semantic layer)", tool=spec.name)
+                                      "set semantic_dir (see docs/semantic-layer.md)", tool=spec.name)
             if not spec.available(caller.gateway):
                 raise errors.LLMNotConfigured(
                     f"the tool {spec.name!r} needs an LLM, and this gateway has none: set llm.model and "
@@ -220,7 +218,7 @@ T = TypeVar("T")
 
 
 async def _within_deadline(caller: Caller, work: Awaitable[T], what: str) -> T:
-    """``work`` under the request's deadline: cooperative inside (:mod:`gateway.deadline`), cancelled
+    """``work`` under the request's deadline: cooperative inside (:mod:`gateway.serving.deadline`), cancelled
     ``HANDLER_GRACE_S`` after it (``deadline_exceeded``), a little before the HTTP layer's own hard
     timeout, so that the tool's result says what happened."""
     at = caller.deadline

@@ -19,7 +19,7 @@ from gateway.auth.scopes import Operation
 from gateway.mcp.results import DATA_NOTE, ok
 from gateway.mcp.tools import ASK_OUT, Call
 from gateway.observability.logging import get_logger
-from gateway.pipeline import Attempt
+from gateway.service import Attempt
 
 log = get_logger(__name__)
 
@@ -33,7 +33,7 @@ def enabled(call_gateway: Any) -> bool:
 
 async def tools(gateway: Any, principal: Any) -> list[types.Tool]:
     """One tool per template the caller may use (none with the group off or without a store)."""
-    if not enabled(gateway) or gateway.state.store is None or not gateway.permits(principal, Operation.ASK):
+    if not enabled(gateway) or not gateway.has_store() or not gateway.permits(principal, Operation.ASK):
         return []
     out = []
     for t in await _templates(gateway, principal):
@@ -95,7 +95,7 @@ async def call(call: Call, name: str, arguments: dict[str, Any]) -> types.CallTo
 
 async def prompts(gateway: Any, principal: Any) -> list[types.Prompt]:
     """The templates' questions as prompts, one per template the caller may use."""
-    if gateway.state.store is None or not gateway.permits(principal, Operation.SCHEMA):
+    if not gateway.has_store() or not gateway.permits(principal, Operation.SCHEMA):
         return []
     return [types.Prompt(
         name=PREFIX + t["name"], title=t["starter"] or t["questions"][0],

@@ -19,13 +19,11 @@ from gateway.api.models import RequestBody
 from gateway.auth import Principal, Role
 from gateway.auth.access import required_role
 from gateway.auth.scopes import Operation
-from gateway.feedback import feedback_dict
+from gateway.learning.feedback import feedback_dict
 from gateway.mcp import apps, clarify
 from gateway.mcp.results import DATA_NOTE, ok
-from gateway.pipeline import Attempt
-from gateway.pipeline.conversation import replying
 from gateway.semantic.compile import DimensionFilter, MetricQuery
-from gateway.service import Gateway
+from gateway.service import Attempt, Gateway
 
 # What a tool returns to the client's model unless it asks for more: a model's context is not a data
 # export. The database's own max_rows still caps what can be asked for.
@@ -290,13 +288,13 @@ async def _answer(call: Call, args: AskArgs, reply: str, *, pending: clarify.Pen
                          request_id=request_id, principal=call.principal, conversation_id=pending.conversation_id)
     thread = None
     if pending.conversation_id is None:  # no stored conversation holds the first round: one in memory does
-        thread = replying(q, args.question, pending.first.get("clarification") or {}, args.evidence)
+        thread = gateway.reply_thread(q, args.question, pending.first.get("clarification") or {}, args.evidence)
     answer = await gateway.answer(q, _progress(call, args), thread)
     return _payload(answer.as_dict())
 
 
 def _progress(call: Call, args: AskArgs) -> Callable[[Attempt], Awaitable[None]]:
-    total = 1 + call.gateway.state.target(args.database).settings.ask.max_iterations
+    total = call.gateway.max_attempts(args.database)
 
     async def on_attempt(attempt: Attempt) -> None:
         verdict = "passed" if attempt.passed else "findings: " + (", ".join(attempt.codes) or "none")

@@ -18,7 +18,7 @@ import logging
 import sys
 import time
 from dataclasses import dataclass
-from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 import orjson
@@ -72,7 +72,7 @@ def configure_logging(level: str = "INFO", json_logs: bool | None = True) -> Non
         cache_logger_on_first_use=False,
     )
     # uvicorn and asyncpg log through the standard library; keep them in the same stream and format.
-    handler = logging.StreamHandler(STDERR)  # type: ignore[arg-type]
+    handler = logging.StreamHandler(STDERR)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(processors=[
         structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer,
     ], foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name]))

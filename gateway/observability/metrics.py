@@ -166,14 +166,14 @@ def exposition() -> tuple[bytes, str]:
     if multiprocess_dir() is None:
         return _generate_latest(REGISTRY), CONTENT_TYPE_LATEST
     registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry)
+    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     return _generate_latest(registry), CONTENT_TYPE_LATEST
 
 
 def process_dead(pid: int | None) -> None:
     """Drop a stopped worker's live gauges (its counters and histograms keep counting in the totals)."""
     if pid is not None and multiprocess_dir() is not None:
-        multiprocess.mark_process_dead(pid)
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
 
 
 def observe_pools(targets: Iterable[Any]) -> None:

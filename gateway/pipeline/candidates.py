@@ -4,7 +4,7 @@ With ``ask.candidates = n`` above 1, the first pass draws n SQL candidates at on
 with the plain generation prompt and the database's temperature (exactly the single generation), each later
 one with a way of working added to the prompt (:data:`gateway.pipeline.prompts.CANDIDATE_STRATEGIES`, in
 turn) and ``ask.candidate_temperature``. Each is checked, run and validated like any attempt. Candidates
-that pass are grouped by result equivalence (:func:`gateway.equivalence.same_result`): independent drafts
+that pass are grouped by result equivalence (:func:`gateway.sql.equivalence.same_result`): independent drafts
 that return the same rows are likely right together. The largest group wins and its lowest-numbered
 candidate becomes the answer; a tie between equally large groups goes to ``ask.selector`` (``first``: the
 group of the lowest-numbered candidate; ``llm``: one more LLM call picks). When none passes, the candidates
@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway import errors
-from gateway.equivalence import gold_is_ordered, same_result
-from gateway.llm import LLMClient, LLMReply
+from gateway.context.model import Context
+from gateway.findings import Finding
+from gateway.llm.client import LLM, LLMReply
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.pipeline import prompts
@@ -43,8 +44,8 @@ from gateway.pipeline.generate import (
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Attempt, Source
 from gateway.pipeline.tally import log_attempt
-from gateway.pipeline.validate import Finding
 from gateway.settings import AskPolicy
+from gateway.sql.equivalence import gold_is_ordered, same_result
 
 log = get_logger(__name__)
 
@@ -88,7 +89,7 @@ def draws(policy: AskPolicy) -> list[Draw]:
     return [Draw(1, PLAIN, policy.temperature), *later]
 
 
-def candidate_messages(ctx: Any, question: str, evidence: str | None, variant: str, *,
+def candidate_messages(ctx: Context, question: str, evidence: str | None, variant: str, *,
                        earlier: str = "") -> list[dict[str, str]]:
     """The generation prompt, with the variant's way of working added to the user message."""
     messages = generation_messages(ctx, question, evidence, earlier=earlier)
@@ -124,7 +125,7 @@ def group(attempts: Sequence[Attempt]) -> list[list[Attempt]]:
     return sorted(groups, key=lambda g: -len(g))  # stable: ties keep the lowest-numbered first
 
 
-async def first_pass(llm: LLMClient, ctx: Any, q: Question, policy: AskPolicy, *, model: str, deadline: float,
+async def first_pass(llm: LLM, ctx: Context, q: Question, policy: AskPolicy, *, model: str, deadline: float,
                      evaluate: Evaluate, on_attempt: OnAttempt | None = None,
                      on_candidates: OnCandidates | None = None, earlier: str = "") -> Pick:
     """Draw, run and choose among ``policy.candidates`` candidates (see the module docstring); ``earlier``: the
@@ -191,7 +192,7 @@ def _settled(finished: list[Attempt], n: int) -> bool:
     return bool(passing) and len(group(passing)[0]) * 2 > n
 
 
-async def _choose(llm: LLMClient, ctx: Any, q: Question, policy: AskPolicy, finished: list[Attempt], n: int, *,
+async def _choose(llm: LLM, ctx: Context, q: Question, policy: AskPolicy, finished: list[Attempt], n: int, *,
                   model: str, deadline: float) -> tuple[Attempt, dict[str, Any]]:
     passing = [a for a in finished if a.passed]
     contenders = passing or [a for a in finished if a.ran]
@@ -234,7 +235,7 @@ async def _choose(llm: LLMClient, ctx: Any, q: Question, policy: AskPolicy, fini
     return chosen, summary
 
 
-async def select_with_llm(llm: LLMClient, ctx: Any, q: Question, options: Sequence[Attempt], *, model: str,
+async def select_with_llm(llm: LLM, ctx: Context, q: Question, options: Sequence[Attempt], *, model: str,
                           deadline: float) -> tuple[int | None, dict[str, Any], LLMReply | None]:
     """Ask the LLM which option answers the question: the option's position, or None when the call fails or
     the answer names no option (the caller then keeps the lowest-numbered group); what happened, for the
@@ -252,7 +253,7 @@ async def select_with_llm(llm: LLMClient, ctx: Any, q: Question, options: Sequen
     return picked, {"options": numbers, "choice": numbers[picked] if picked is not None else None}, reply
 
 
-def selector_messages(ctx: Any, q: Question, options: Sequence[Attempt]) -> list[dict[str, str]]:
+def selector_messages(ctx: Context, q: Question, options: Sequence[Attempt]) -> list[dict[str, str]]:
     shown = []
     for i, attempt in enumerate(options, 1):
         result = attempt.result

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 
 from gateway import errors, safety
 from gateway.findings import Finding
-from gateway.masking import mask
 from gateway.pipeline.validate import blocked
+from gateway.sql.masking import mask
 
 VerdictOf = Callable[[str], safety.Verdict]  # the database's policy applied (and counted) to one SQL text
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.masking import mask
+from gateway.sql.masking import mask
 
 _BLOCK = re.compile(r"<clarify>(.*?)(?:</clarify>|\Z)", re.IGNORECASE | re.DOTALL)
 _QUESTION = re.compile(r"<question>(.*?)(?:</question>|\Z)", re.IGNORECASE | re.DOTALL)

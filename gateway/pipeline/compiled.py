@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from gateway.llm import LLMClient, LLMReply
+from gateway.llm.client import LLM, LLMReply
 from gateway.semantic.compile import CompiledQuery, MetricQuery, SemanticQueryError, compile_query
 from gateway.semantic.grounding import touched
 from gateway.semantic.model import SemanticModel
@@ -46,7 +46,7 @@ def applies(model: SemanticModel, question: str) -> bool:
     return not model.is_empty() and bool(touched(model, question))
 
 
-async def pick(llm: LLMClient, model: SemanticModel, question: str, *, llm_model: str,
+async def pick(llm: LLM, model: SemanticModel, question: str, *, llm_model: str,
                deadline: float) -> Picked:
     """Ask for a metric query and compile it; ``compiled`` is None when the question goes to generation."""
     reply = await llm.complete(pick_messages(model, touched(model, question), question), purpose=PURPOSE,

@@ -1,7 +1,7 @@
 """Conversations: a follow-up question ("and by month?", "only 2024") sees the turns before it.
 
 A question with a client (``Question.client``, its owner: the end user, else the API key, else the
-``X-Client-Id`` with auth off; see :mod:`gateway.ownership`) and no ``conversation_id`` starts a
+``X-Client-Id`` with auth off; see :mod:`gateway.auth.ownership`) and no ``conversation_id`` starts a
 conversation; the answer carries its new id (128 random bits). A question that names one continues it, but
 only when that owner started it, on the same database, within ``store.conversation_retention_days``: any
 other id answers ``unknown_conversation`` (404), the same for an id that never existed, so another owner's
@@ -11,7 +11,7 @@ nor added to.
 What a follow-up carries (:func:`render`): the earlier turns' questions, their SQL and the shape of their
 results (columns and row count, never rows), or the clarifying question the gateway asked and its options,
 latest turns first within the database's ``ask.conversation_token_budget``, as one data block (text users
-and the model wrote is data, never instructions: ``gateway.untrusted``). Hidden tables and columns are masked
+and the model wrote is data, never instructions: ``gateway.llm.untrusted``). Hidden tables and columns are masked
 in every turn, when it is stored and again when it is shown (rules can change in between). Only SQL that
 ran is kept: a blocked attempt's SQL, which may name hidden columns, never is.
 
@@ -29,18 +29,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway import errors
-from gateway.masking import hidden_names_of, mask
+from gateway.llm.untrusted import data_block
 from gateway.observability.logging import get_logger
 from gateway.pipeline import loop, prompts, token_budget
 from gateway.pipeline.candidates import OnCandidates
+from gateway.pipeline.ports import Asking
 from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.respond import Answer
 from gateway.pipeline.verified import OnAttempt
-from gateway.state import GatewayState
+from gateway.sql.masking import hidden_names_of, mask
 from gateway.store import conversations
 from gateway.store.conversations import StoredConversation, StoredTurn
 from gateway.store.pool import store_faults
-from gateway.untrusted import data_block
 
 log = get_logger(__name__)
 
@@ -71,7 +71,7 @@ def new_id() -> str:
     return "c_" + secrets.token_urlsafe(16)
 
 
-async def open_thread(state: GatewayState, q: Question) -> Thread | None:
+async def open_thread(state: Asking, q: Question) -> Thread | None:
     """The question's conversation: a new one, the client's earlier one, or None when it has none.
 
     Raises ``unknown_conversation``, ``conversation_database_mismatch``, ``store_not_configured`` or
@@ -102,7 +102,7 @@ async def open_thread(state: GatewayState, q: Question) -> Thread | None:
     return Thread(found, turns, new=False)
 
 
-async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None,
+async def ask(state: Asking, q: Question, on_attempt: OnAttempt | None = None,
               thread: Thread | None = None, *, on_candidates: OnCandidates | None = None) -> Answer:
     """Answer ``q`` within its conversation (opened here unless the caller opened it) and record the turn."""
     if thread is None:
@@ -133,7 +133,7 @@ def replying(q: Question, asked: str, clarification: dict[str, Any], evidence: s
     return Thread(StoredConversation(new_id(), q.client or "", q.database, q.end_user, q.via), [turn], new=True)
 
 
-def earlier_of(state: GatewayState, thread: Thread) -> Earlier:
+def earlier_of(state: Asking, thread: Thread) -> Earlier:
     if not thread.turns:
         return NO_EARLIER
     names = _hidden(state, thread.conversation.database)
@@ -188,7 +188,7 @@ def turn_text(turn: StoredTurn, hidden: list[str]) -> str:
     return mask("\n".join(lines), hidden)
 
 
-async def record(state: GatewayState, thread: Thread, q: Question, answer: Answer) -> bool:
+async def record(state: Asking, thread: Thread, q: Question, answer: Answer) -> bool:
     """Store the answer as the conversation's next turn (masked); False when the store did not take it."""
     store = state.store
     if store is None:
@@ -219,6 +219,6 @@ async def record(state: GatewayState, thread: Thread, q: Question, answer: Answe
     return True
 
 
-def _hidden(state: GatewayState, database: str) -> list[str]:
+def _hidden(state: Asking, database: str) -> list[str]:
     policy = state.policy(database)
     return hidden_names_of(policy.hidden_columns, policy.hidden_tables)

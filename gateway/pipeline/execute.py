@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from gateway import errors
 from gateway.execute import QueryResult, Target, run_query
 from gateway.findings import Finding
-from gateway.masking import mask
 from gateway.pipeline.validate import exec_error
+from gateway.sql.masking import mask
 
 # Failures of the gateway's or the database's, not of the SQL: the question ends with their problem.
 INFRASTRUCTURE: tuple[type[errors.GatewayError], ...] = (
@@ -28,7 +28,7 @@ async def execute(target: Target, sql: str, *, max_rows: int | None, role: str |
     """The result, or the ``exec_error`` finding of a statement the database refused.
 
     ``claims``: the asker's row-policy values (``nl2sql.<name>`` for RLS); ``args``: the row filters'
-    parameters of a rewritten ``sql`` (gateway.row_policy)."""
+    parameters of a rewritten ``sql`` (gateway.sql.row_policy)."""
     try:
         return await run_query(target, sql, max_rows=max_rows, role=role, claims=claims, args=args)
     except INFRASTRUCTURE:

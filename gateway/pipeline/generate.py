@@ -27,12 +27,13 @@ from typing import Any
 
 import sqlglot
 from sqlglot.errors import TokenError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import TokenType  # type: ignore[attr-defined]
 
-from gateway.llm import LLMClient, LLMReply
+from gateway.context.model import Context
+from gateway.llm.client import LLM, LLMReply
+from gateway.llm.untrusted import data_block
 from gateway.pipeline import prompts
 from gateway.pipeline.clarify import Clarification, parse_clarification, without_clarification
-from gateway.untrusted import data_block
 
 _TAGGED = re.compile(r"<sql>(.*?)</sql>", re.IGNORECASE | re.DOTALL)
 _UNCLOSED_TAG = re.compile(r"<sql>(.*)\Z", re.IGNORECASE | re.DOTALL)
@@ -120,11 +121,11 @@ def normalize_sql(sql: str) -> str:
     )
 
 
-def context_block(ctx: Any, *, with_examples: bool) -> str:
+def context_block(ctx: Context, *, with_examples: bool) -> str:
     """The schema, rules, stored values and examples, as the prompts show them.
 
     What the database holds (schema comments, sample and stored values) and what clients wrote (examples)
-    are data blocks; the administrators' rules are instructions and stay outside (``gateway.untrusted``).
+    are data blocks; the administrators' rules are instructions and stay outside (``gateway.llm.untrusted``).
     """
     parts = [f"## Database schema\n{data_block('schema', ctx.schema_text.strip())}",
              f"## Rules from the database's administrators\n{(ctx.rules_text or '').strip() or prompts.NO_RULES}"]
@@ -157,7 +158,7 @@ def question_block(question: str, evidence: str | None) -> str:
     return f"## Question\n{question.strip()}\n\n## Evidence\n{(evidence or '').strip() or prompts.NO_EVIDENCE}"
 
 
-def generation_messages(ctx: Any, question: str, evidence: str | None, *, earlier: str = "",
+def generation_messages(ctx: Context, question: str, evidence: str | None, *, earlier: str = "",
                         clarify: bool = False) -> list[dict[str, str]]:
     """``earlier``: the conversation's earlier turns (``gateway.pipeline.conversation.render``); ``clarify``:
     offer a clarifying question instead of SQL (``gateway.pipeline.clarify``)."""
@@ -170,7 +171,7 @@ def generation_messages(ctx: Any, question: str, evidence: str | None, *, earlie
     return [{"role": "system", "content": prompts.GENERATE_SYSTEM}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
-async def generate(llm: LLMClient, ctx: Any, question: str, evidence: str | None, *, model: str,
+async def generate(llm: LLM, ctx: Context, question: str, evidence: str | None, *, model: str,
                    temperature: float | None, deadline: float, earlier: str = "", clarify: bool = False) -> Drafted:
     """First attempt: one LLM call; the SQL may be None (the caller records a ``no_sql`` finding), and when
     ``clarify`` offered it and no SQL came back, the reply may be a clarifying question."""
@@ -183,7 +184,7 @@ async def generate(llm: LLMClient, ctx: Any, question: str, evidence: str | None
 
 def preview_rows(rows: list[list[Any]], limit: int = 5, width: int = 200) -> str:
     """A few result rows as JSON lines, each cut to ``width`` characters (prompts stay small), as a data block:
-    a value that says "ignore the previous instructions" is a value (``gateway.untrusted``)."""
+    a value that says "ignore the previous instructions" is a value (``gateway.llm.untrusted``)."""
     out = []
     for row in rows[:limit]:
         line = json.dumps(row, default=str, ensure_ascii=False)

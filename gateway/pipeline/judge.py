@@ -11,7 +11,7 @@ import re
 from gateway import errors
 from gateway.execute import QueryResult
 from gateway.findings import Finding
-from gateway.llm import LLMClient, LLMReply
+from gateway.llm.client import LLM, LLMReply
 from gateway.observability.logging import get_logger
 from gateway.pipeline import prompts
 from gateway.pipeline.generate import preview_rows, question_block
@@ -32,7 +32,7 @@ def judge_messages(question: str, evidence: str | None, sql: str, result: QueryR
     return [{"role": "system", "content": prompts.JUDGE_SYSTEM}, {"role": "user", "content": user}]
 
 
-async def judge(llm: LLMClient, question: str, evidence: str | None, sql: str, result: QueryResult, *,
+async def judge(llm: LLM, question: str, evidence: str | None, sql: str, result: QueryResult, *,
                 model: str, deadline: float) -> tuple[Finding | None, LLMReply | None]:
     try:
         reply = await llm.complete(judge_messages(question, evidence, sql, result), purpose="judge", model=model,

@@ -19,12 +19,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from gateway import errors, row_policy
-from gateway.client_sql import check_sql
+from gateway import errors
 from gateway.context import Context, build_context
 from gateway.execute import QueryResult, Target
-from gateway.llm import MIN_CALL_S, LLMClient
-from gateway.masking import hidden_names_of
+from gateway.findings import Finding
+from gateway.learning.templates import Template
+from gateway.llm.client import LLM, MIN_CALL_S
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.pipeline import compiled as compiled_path
@@ -34,26 +34,28 @@ from gateway.pipeline.check import check
 from gateway.pipeline.execute import INFRASTRUCTURE, execute
 from gateway.pipeline.generate import Drafted, generate, normalize_sql
 from gateway.pipeline.judge import judge
+from gateway.pipeline.ports import Asking
 from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.reflect import guideline_applies, reflect
 from gateway.pipeline.respond import Answer, Attempt, Source, choose, clarifying_answer, status_of
 from gateway.pipeline.tally import log_attempt
 from gateway.pipeline.trusted import answer_trusted
 from gateway.pipeline.trusted import run as run_template
-from gateway.pipeline.validate import Finding, triggers, validate
+from gateway.pipeline.validate import triggers, validate
 from gateway.pipeline.verified import OnAttempt, answer_verified, offline_answers_only
 from gateway.rules import RuleSet
 from gateway.semantic.enforce import semantic_findings
 from gateway.semantic.model import SemanticModel
 from gateway.semantic.registry import EMPTY as EMPTY_MODEL
 from gateway.settings import AskPolicy
-from gateway.state import GatewayState
-from gateway.templates import Template
+from gateway.sql import row_policy
+from gateway.sql.client import check_sql
+from gateway.sql.masking import hidden_names_of
 
 log = get_logger(__name__)
 
 
-def llm_for(state: GatewayState, target: Target) -> tuple[LLMClient, str]:
+def llm_for(state: Asking, target: Target) -> tuple[LLM, str]:
     """The client and model for a database, or ``llm_not_configured`` naming the settings to set."""
     model = target.settings.ask.model or state.settings.llm.model
     if state.llm is None or model is None:
@@ -68,10 +70,10 @@ def llm_for(state: GatewayState, target: Target) -> tuple[LLMClient, str]:
 class _Run:
     """One question in flight: what every attempt needs."""
 
-    state: GatewayState
+    state: Asking
     q: Question
     target: Target
-    llm: LLMClient | None  # None only for a verified example answered without the LLM
+    llm: LLM | None  # None only for a verified example answered without the LLM
     model: str | None
     policy: AskPolicy
     deadline: float
@@ -89,10 +91,10 @@ class _Run:
         run = None
         if refused is None and (self.q.claims or row_policy.has_row_filters(self.state, self.q.database)):
             # The attempt shows the SQL as the model wrote it; what runs is its row-filtered rewrite, checked
-            # again (gateway.row_policy). A missing claim fails the question: no other SQL could run either.
+            # again (gateway.sql.row_policy). A missing claim fails the question: no other SQL could run either.
             run = await row_policy.filtered(self.state, self.q.database, sql, self.q.claims,
                                             check_sql(self.state, sql, self.q.database), bound=args)
-            refused = check(lambda _text: run.verdict, run.sql, self.hidden)  # type: ignore[union-attr]
+            refused = check(lambda _text: run.verdict, run.sql, self.hidden)
         timings["check_ms"] = (time.perf_counter() - started) * 1000
         if refused is not None:
             return [refused], None  # never run
@@ -105,7 +107,7 @@ class _Run:
         return validate(self.q.question, sql, outcome, self.ruleset) + semantic_findings(self.semantic, sql), outcome
 
 
-async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None,
+async def ask(state: Asking, q: Question, on_attempt: OnAttempt | None = None,
               on_candidates: OnCandidates | None = None, earlier: Earlier = NO_EARLIER) -> Answer:
     """Answer ``q``; ``on_attempt`` sees each attempt as soon as it is validated, ``on_candidates`` the
     candidates' groups once one is chosen (``ask.candidates`` > 1), both for streaming; ``earlier``: what
@@ -277,7 +279,7 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     return answer
 
 
-async def ask_template(state: GatewayState, q: Question, template: Template, values: dict[str, str],
+async def ask_template(state: Asking, q: Question, template: Template, values: dict[str, str],
                        on_attempt: OnAttempt | None = None) -> Answer:
     """Run ``template`` with checked ``values`` for ``q`` (its caller's role and row policy), as a question
     answered by it would be: the ``POST /v1/templates/{name}/run`` answer."""
@@ -291,7 +293,7 @@ async def ask_template(state: GatewayState, q: Question, template: Template, val
     return await run_template(state, q, template, values, policy, on_attempt, runner.check_and_run)
 
 
-async def _compiled(run: _Run, llm: LLMClient, model: str) -> Attempt | None:
+async def _compiled(run: _Run, llm: LLM, model: str) -> Attempt | None:
     """The metric query the LLM picks, compiled from the semantic model and evaluated as attempt 1; None
     when the question goes to ordinary generation (nothing is recorded then)."""
     began = time.perf_counter()

@@ -13,7 +13,7 @@ class Question:
     max_rows: int | None = None
     request_id: str | None = None
     role: str | None = None  # the Postgres role of the caller's API key: every attempt runs as it
-    # ``client`` owns the answer (gateway.ownership.owner_of: ``user:<id>`` for an end user, ``key:<id>``
+    # ``client`` owns the answer (gateway.auth.ownership.owner_of: ``user:<id>`` for an end user, ``key:<id>``
     # for an API key, the X-Client-Id with auth off): its audit row, its conversation, its token budget.
     # None keeps the question out of any conversation and budget (eval). ``conversation_id`` continues one
     # of the owner's conversations; without it, a question with a client starts a new one. ``end_user``

@@ -9,17 +9,17 @@ Database messages are shown with hidden tables and columns masked: a Postgres hi
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
+from gateway.context.model import Context
 from gateway.findings import ALWAYS_REFLECT, Finding
-from gateway.llm import LLMClient
-from gateway.masking import hidden_names_of, mask  # the one masking function
+from gateway.llm.client import LLM
+from gateway.llm.untrusted import data_block
 from gateway.pipeline import prompts
 from gateway.pipeline.generate import Drafted, context_block, extract_sql, preview_rows, question_block
 from gateway.pipeline.respond import Attempt
 from gateway.safety import Policy
 from gateway.settings import AskPolicy
-from gateway.untrusted import data_block
+from gateway.sql.masking import hidden_names_of, mask  # the one masking function
 
 
 def guideline_applies(policy: AskPolicy, trigger_codes: Sequence[str]) -> bool:
@@ -68,7 +68,7 @@ def _attempt_block(attempt: Attempt, names: Sequence[str]) -> str:
     return "\n".join(parts)
 
 
-def reflection_messages(ctx: Any, question: str, evidence: str | None, attempts: Sequence[Attempt],
+def reflection_messages(ctx: Context, question: str, evidence: str | None, attempts: Sequence[Attempt],
                         trigger_codes: Sequence[str], *, guideline: str | None,
                         policy: Policy, earlier: str = "") -> list[dict[str, str]]:
     names = hidden_names(policy)
@@ -86,7 +86,7 @@ def reflection_messages(ctx: Any, question: str, evidence: str | None, attempts:
     return [{"role": "system", "content": prompts.REFLECT_SYSTEM}, {"role": "user", "content": "\n\n".join(sections)}]
 
 
-async def reflect(llm: LLMClient, ctx: Any, question: str, evidence: str | None, attempts: Sequence[Attempt],
+async def reflect(llm: LLM, ctx: Context, question: str, evidence: str | None, attempts: Sequence[Attempt],
                   trigger_codes: Sequence[str], *, guideline: str | None, policy: Policy, model: str,
                   temperature: float | None, deadline: float, earlier: str = "") -> Drafted:
     messages = reflection_messages(ctx, question, evidence, attempts, trigger_codes, guideline=guideline,

@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gateway.corrections import Correction
 from gateway.execute import QueryResult, values
 from gateway.findings import ADVISORY, Finding, family_of
+from gateway.learning.corrections import Correction
 from gateway.pipeline.clarify import Clarification
 from gateway.pipeline.generate import normalize_sql
 from gateway.pipeline.question import Question

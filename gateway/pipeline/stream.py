@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from gateway.pipeline.conversation import Thread, ask
+from gateway.pipeline.ports import Asking
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Answer, Attempt
-from gateway.state import GatewayState
 
 
-async def ask_events(state: GatewayState, q: Question, answers: list[Answer],
+async def ask_events(state: Asking, q: Question, answers: list[Answer],
                      thread: Thread | None = None) -> AsyncIterator[tuple[str, Any]]:
     """``("attempt", attempt)`` as each attempt is validated (and ``("candidates", summary)`` once candidates are
     chosen among), then ``("answer", answer)`` (with its ``conversation_id``); the answer is also appended to

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gateway.client_sql import query_hash
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.pipeline.respond import Attempt
+from gateway.sql.client import query_hash
 
 log = get_logger(__name__)
 

@@ -22,21 +22,19 @@ from gateway.context.cache import SchemaSnapshot
 from gateway.context.scope import row_filtered
 from gateway.execute import QueryResult
 from gateway.findings import Finding, family_of
+from gateway.learning.templates import Template, ValueOutOfDomain, check_value, match_question
 from gateway.observability.logging import get_logger
+from gateway.pipeline.ports import Templates
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Answer, Attempt, status_of
 from gateway.pipeline.tally import log_attempt
 from gateway.pipeline.validate import triggers
 from gateway.settings import AskPolicy
-from gateway.state import GatewayState
-from gateway.templates import Template, ValueOutOfDomain, check_value, match_question
 
 log = get_logger(__name__)
 
 OnAttempt = Callable[[Attempt], Awaitable[None]]
 TTL_S = 5.0  # how long a replica answers from the templates it read (a change elsewhere lands within it)
-_KEY = "templates"
-_DOMAINS = "template_domains"
 DOMAINS_KEPT = 256  # callers' domains kept (as context.scoped_views_max bounds their views)
 
 
@@ -84,15 +82,14 @@ class Domain:
 _UNREADABLE = frozenset({"hidden_table", "hidden_column", "parse_error"})
 
 
-async def domain(state: GatewayState, database: str, role: str | None, claims: tuple[tuple[str, str], ...]) -> Domain:
+async def domain(state: Templates, database: str, role: str | None, claims: tuple[tuple[str, str], ...]) -> Domain:
     """The caller's domain: its view of the snapshot (its role's grants, its row policy; the rules' hidden
     names left out), as the value hints use it."""
     rules = state.ruleset(database)
     snapshot = await state.schemas.view(state.target(database), rules, role, claims)
     prepared = _prepare(snapshot, rules, state.settings.context.sample_values)
     # Kept while the view's preparation is the same object (a refresh or a rules reload makes a new one).
-    cache: dict[tuple[str, str | None, tuple[tuple[str, str], ...]], tuple[Any, Domain]] = \
-        state.extras.setdefault(_DOMAINS, {})
+    cache = state.domain_cache
     key = (database, role, tuple(claims))
     hit = cache.get(key)
     if hit is not None and hit[0] is prepared:
@@ -120,11 +117,11 @@ def _policy(snapshot: SchemaSnapshot, visible: Any, rules: Any) -> safety.Policy
                          extra_functions=rules.extra_functions)
 
 
-async def templates_of(state: GatewayState, database: str) -> list[Template]:
+async def templates_of(state: Templates, database: str) -> list[Template]:
     """The database's templates, read from the store at most every ``TTL_S`` (none without a store)."""
     if state.store is None:
         return []
-    cache: dict[str, tuple[float, list[Template]]] = state.extras.setdefault(_KEY, {})
+    cache = state.template_cache
     hit = cache.get(database)
     if hit is not None and time.monotonic() - hit[0] < TTL_S:
         return hit[1]
@@ -135,9 +132,9 @@ async def templates_of(state: GatewayState, database: str) -> list[Template]:
     return found
 
 
-def forget(state: GatewayState) -> None:
+def forget(state: Templates) -> None:
     """Drop the cached templates (after a create or delete on this replica)."""
-    state.extras.pop(_KEY, None)
+    state.template_cache.clear()
 
 
 def checked_values(template: Template, given: Mapping[str, str], dom: Domain, *,
@@ -146,7 +143,7 @@ def checked_values(template: Template, given: Mapping[str, str], dom: Domain, *,
     names the first value that does not fit, with the closest known values.
 
     ``default_shown(column)``: whether the caller is shown the DBA's default of a parameter on ``column``
-    (:func:`gateway.promote.view` decides the same; None: every default). A default is used only where it
+    (:func:`gateway.learning.promote.view` decides the same; None: every default). A default is used only where it
     would be shown: else the caller must give the value, since the default would come back in the answer,
     or quoted in a refusal, possibly spelling another tenant's value."""
     unknown = sorted(set(given) - {p.name for p in template.parameters})
@@ -172,7 +169,7 @@ def checked_values(template: Template, given: Mapping[str, str], dom: Domain, *,
     return out
 
 
-async def run(state: GatewayState, q: Question, template: Template, values: dict[str, str], policy: AskPolicy,
+async def run(state: Templates, q: Question, template: Template, values: dict[str, str], policy: AskPolicy,
               on_attempt: OnAttempt | None, check_and_run: CheckAndRun) -> Answer:
     """The template's answer to ``q`` with checked ``values``: one attempt, source ``template``, labelled
     ``trusted``. Validation findings about how the result looks are kept but do not make it suspicious (a
@@ -206,7 +203,7 @@ async def run(state: GatewayState, q: Question, template: Template, values: dict
     return answer
 
 
-async def answer_trusted(state: GatewayState, q: Question, policy: AskPolicy, on_attempt: OnAttempt | None,
+async def answer_trusted(state: Templates, q: Question, policy: AskPolicy, on_attempt: OnAttempt | None,
                          check_and_run: CheckAndRun) -> Answer | None:
     """The answer of the one template ``q`` matches, for this caller; None when none matches (or more than
     one could), when the store is down, or when the template no longer runs (the LLM answers as usual)."""

@@ -14,12 +14,12 @@ from gateway import errors
 from gateway.execute import QueryResult
 from gateway.findings import Finding
 from gateway.observability.logging import get_logger
+from gateway.pipeline.ports import Verified
 from gateway.pipeline.question import Question
 from gateway.pipeline.respond import Answer, Attempt, status_of
 from gateway.pipeline.tally import log_attempt
 from gateway.pipeline.validate import triggers
 from gateway.settings import AskPolicy
-from gateway.state import GatewayState
 
 log = get_logger(__name__)
 
@@ -30,7 +30,7 @@ CheckAndRun = Callable[[str, dict[str, float]], Awaitable[tuple[list[Finding], Q
 OFFLINE_QUESTIONS_SHOWN = 10
 
 
-async def offline_answers_only(state: GatewayState, q: Question, exc: errors.LLMNotConfigured
+async def offline_answers_only(state: Verified, q: Question, exc: errors.LLMNotConfigured
                                 ) -> errors.LLMNotConfigured:
     """With no LLM only verified questions are answered: name some, and how to add an LLM."""
     questions: list[str] = []
@@ -56,7 +56,7 @@ async def offline_answers_only(state: GatewayState, q: Question, exc: errors.LLM
 
 
 
-async def answer_verified(state: GatewayState, q: Question, policy: AskPolicy,
+async def answer_verified(state: Verified, q: Question, policy: AskPolicy,
                            on_attempt: OnAttempt | None, check_and_run: CheckAndRun) -> Answer | None:
     """Answer with a verified example's SQL, without the LLM, when the question matches one exactly and its
     SQL still passes check, execution and validation; None otherwise (the LLM answers as usual).

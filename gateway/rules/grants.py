@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from gateway import errors
 from gateway.execute.introspect import Schema
@@ -26,7 +26,8 @@ from gateway.rules.loading import load_ruleset, rule_files
 from gateway.rules.model import RuleSet
 
 if TYPE_CHECKING:
-    from gateway.state import GatewayState
+    from gateway.execute import Targets
+    from gateway.store import Store
 
 log = get_logger(__name__)
 
@@ -381,8 +382,30 @@ async def check_privileges(targets: dict[str, Target], rules_for: Callable[[str]
     return report
 
 
-async def report_privileges(state: GatewayState, *, log_each: bool = True) -> PrivilegeReport:
-    """Check every target's login role and the mapped roles of active API keys; kept on ``state``."""
+@dataclass
+class PrivilegeBoard:
+    """Where the latest report is kept, for /readyz and the rules view (None before the first check)."""
+
+    latest: PrivilegeReport | None = None
+
+
+class Checked(Protocol):
+    """What the privilege check reads and where it keeps its report (the gateway's resources are one)."""
+
+    @property
+    def targets(self) -> Targets: ...
+
+    @property
+    def store(self) -> Store | None: ...
+
+    @property
+    def privileges(self) -> PrivilegeBoard: ...
+
+    def ruleset(self, name: str) -> RuleSet: ...
+
+
+async def report_privileges(state: Checked, *, log_each: bool = True) -> PrivilegeReport:
+    """Check every target's login role and the mapped roles of active API keys; kept on ``state.privileges``."""
     from gateway.store import api_keys
 
     key_roles: dict[str, set[str]] = {}
@@ -399,7 +422,7 @@ async def report_privileges(state: GatewayState, *, log_each: bool = True) -> Pr
                     if "*" in key.databases or name in key.databases:
                         key_roles.setdefault(name, set()).add(key.pg_role)
     report = await check_privileges(state.targets.by_name, state.ruleset, key_roles, log_each=log_each)
-    state.extras["privileges"] = report
+    state.privileges.latest = report
     return report
 
 

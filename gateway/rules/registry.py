@@ -153,7 +153,7 @@ class RulesRegistry:
         """``base`` plus what the rules add: hidden tables and columns, extra functions, tighter limits."""
         rules = self.get(database)
         # Memoized per (rule set, base): the same object comes back until either changes, which lets the
-        # SQL path cache verdicts per policy (gateway.client_sql) instead of re-checking repeated SQL.
+        # SQL path cache verdicts per policy (gateway.sql.client) instead of re-checking repeated SQL.
         memo = self._policies.get(database)
         if memo is not None and memo[0] is rules and memo[1] is base:
             return memo[2]

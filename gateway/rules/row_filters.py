@@ -246,7 +246,7 @@ def rewrite(sql: str, filters: Mapping[str, RowFilter], claims: Mapping[str, str
             functions: frozenset[str] = frozenset(), bound: Sequence[str] = ()) -> Rewritten:
     """``sql`` with every reference to a filtered table replaced by its filtered derived table.
 
-    ``bound``: values of the statement's own ``$1 .. $n`` (a template's parameters, gateway.templates); the
+    ``bound``: values of the statement's own ``$1 .. $n`` (a template's parameters, gateway.learning.templates); the
     claims then follow as ``$n+1 ...`` and the returned args start with ``bound``. Without it a bind
     parameter is refused (its value would be unknown to the rewrite).
 

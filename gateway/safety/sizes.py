@@ -26,7 +26,7 @@ Row counts: :meth:`Sizes.rows` bounds the rows a FROM produces: a set-returning 
 
 What this cannot bound: how many rows a table or a join of tables has (the planner's estimate and the cost
 gate are the layer for that), and the true size of stored values (``V`` is an assumption). See the
-README's "Resource bounds" section.
+"Resource bounds" section of docs/security.md.
 """
 
 from __future__ import annotations

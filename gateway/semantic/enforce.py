@@ -284,7 +284,7 @@ def _canonical(node: exp.Expr) -> str:
     from sqlglot.optimizer.simplify import simplify
 
     try:
-        return simplify(normalize(node.copy())).sql(dialect="postgres", normalize=True)
+        return str(simplify(normalize(node.copy())).sql(dialect="postgres", normalize=True))
     except (SqlglotError, RecursionError):
         return node.sql(dialect="postgres", normalize=True)
 

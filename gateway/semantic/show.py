@@ -13,7 +13,7 @@ import yaml
 from gateway.semantic.model import SemanticModel
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no type hints
     pass
 
 
@@ -28,4 +28,5 @@ _Dumper.add_representer(str, _text)
 def dump(model: SemanticModel) -> str:
     """The model as native YAML text."""
     data: dict[str, Any] = model.model_dump(mode="json", exclude_defaults=True)
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
+    text: str = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
+    return text

@@ -20,7 +20,7 @@ class AuditEntry:
     final_sql: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     guideline_version: str | None = None
-    # Who asked (gateway.ownership): only the owner may give feedback on the answer. None: audited before
+    # Who asked (gateway.auth.ownership): only the owner may give feedback on the answer. None: audited before
     # owners were recorded (store migration 0006), or by in-process code without a principal.
     owner: str | None = None
     end_user: str | None = None
@@ -133,6 +133,6 @@ async def owned_recent(db: Db, owner: str, limit: int, databases: list[str] | No
 
 async def get_dated(db: Db, request_id: str) -> AuditedAnswer | None:
     """The audited answer under ``request_id`` with when it was given, whoever asked it (the caller decides
-    who may see it: gateway.history)."""
+    who may see it: gateway.learning.history)."""
     row = await db.fetchrow("SELECT * FROM request_audit WHERE request_id = $1", request_id)
     return AuditedAnswer(_from_row(row), row["created_at"]) if row is not None else None

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gateway import deadline as request_deadline
 from gateway import errors
-from gateway.settings import Settings
-
-# Set by gateway.cli: how to load the settings.
-load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731
+from gateway.cli.load import load
+from gateway.serving import deadline as request_deadline
 
 
 def migrate(

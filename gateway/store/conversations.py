@@ -19,7 +19,7 @@ log = get_logger(__name__)
 @dataclass(frozen=True, slots=True)
 class StoredConversation:
     id: str
-    owner: str  # Principal.owner (gateway.ownership): only the owner may read or continue it
+    owner: str  # Principal.owner (gateway.auth.ownership): only the owner may read or continue it
     database: str
     end_user: str | None = None  # who asked, and through which key or OAuth client (recorded, not checked)
     via: str | None = None

@@ -1,7 +1,7 @@
 """Question/SQL pairs: proposed by feedback, reviewed by a DBA, used once approved.
 
 A pair is *proposed* when a client marks an answer ``correct`` or sends a corrected SQL that passed the
-safety check and ran (see ``gateway.feedback``). A dba or admin key approves or rejects it (the
+safety check and ran (see ``gateway.learning.feedback``). A dba or admin key approves or rejects it (the
 ``/v1/examples`` routes, ``nl2sql-gateway examples``); feedback from a dba or admin key, and pairs a DBA adds
 (source ``dba``), are approved at once. Only *approved* pairs are returned by :func:`similar` and
 :func:`exact`, so nothing one client teaches reaches another client's prompt or answer before review.

@@ -45,7 +45,7 @@ async def insert(
 ) -> StoredFeedback | None:
     """Insert the feedback; None when this client already gave feedback on this request.
 
-    ``client_id`` is the owner (gateway.ownership); ``end_user`` and ``via`` say who and through what."""
+    ``client_id`` is the owner (gateway.auth.ownership); ``end_user`` and ``via`` say who and through what."""
     row = await db.fetchrow(
         """
         INSERT INTO feedback (request_id, client_id, verdict, corrected_sql, note, correction_id, example_id,

@@ -8,7 +8,7 @@
 - :class:`StoreExamples` (an ``ExamplesSource``): trigram-similar approved pairs, and exact matches, each
   only while the database's current policy still allows its SQL (``allowed``; rules change after approval).
 - :class:`StoreCorrections` (a ``CorrectionsSink``): reflection chains become corrections (unverified until
-  a user confirms the answer, see ``gateway.feedback``).
+  a user confirms the answer, see ``gateway.learning.feedback``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from gateway.context.model import Example, Guideline
 from gateway.context.sources import GuidelineSource
-from gateway.corrections import Correction
+from gateway.learning.corrections import Correction
 from gateway.observability.logging import get_logger
 from gateway.store import corrections, examples, guidelines
 from gateway.store.pool import Store

@@ -1,7 +1,7 @@
 """Templates: DBA-approved parameterized SQL that answers matching questions without the LLM (``trusted``).
 
 A template is stored with its parameters (each bound to a column) and example questions with ``{name}``
-slots; :mod:`gateway.templates` reads and matches them, :mod:`gateway.pipeline.trusted` runs them. Usage is
+slots; :mod:`gateway.learning.templates` reads and matches them, :mod:`gateway.pipeline.trusted` runs them. Usage is
 counted here after each answer a template gave. :func:`suggestions` reads the log for questions asked often
 whose answers were confirmed (feedback ``correct``) or approved as examples: candidates for new templates.
 """
@@ -67,7 +67,7 @@ async def list_all(db: Db, database: str | None = None) -> list[StoredTemplate]:
 
 
 async def delete(db: Db, name: str) -> bool:
-    return (await db.execute("DELETE FROM templates WHERE name = $1", name)) != "DELETE 0"
+    return bool((await db.execute("DELETE FROM templates WHERE name = $1", name)) != "DELETE 0")
 
 
 async def used(db: Db, name: str) -> None:

@@ -1,4 +1,4 @@
-"""Compiled routes (gateway.api.fastpath) answer exactly as FastAPI's own path does.
+"""Compiled routes (gateway.serving.fastpath) answer exactly as FastAPI's own path does.
 
 Every request below is sent twice, once with the compiled path on and once with it off, with the same request
 id; status, the headers a client reads and the body must be the same (``timings`` aside, which measure the
@@ -24,10 +24,10 @@ from pydantic import ValidationError
 from bench.floor_app import with_floor
 from gateway.api.app import create_app
 from gateway.api.deps import get_gateway
-from gateway.api.fastpath import FastRoutes
 from gateway.api.models import SqlRequest
 from gateway.auth import new_token
 from gateway.observability import metrics
+from gateway.serving.fastpath import FastRoutes
 from gateway.settings import BackpressureSettings, RateLimit, ServerSettings
 from gateway.store import api_keys
 from tests.api.conftest import demo_settings

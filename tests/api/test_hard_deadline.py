@@ -10,8 +10,8 @@ import json
 
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway import deadline
-from gateway.api.middleware import GatewayMiddleware
+from gateway.serving import deadline
+from gateway.serving.admission import GatewayMiddleware
 
 TIMEOUT_S = 0.2
 GUARD_S = 30.0  # far beyond the deadline: reaching it means nothing cancelled the handler

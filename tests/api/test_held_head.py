@@ -1,4 +1,4 @@
-"""A response head with a Content-Length leaves in the same write as the body (gateway.api.server._HeldHead);
+"""A response head with a Content-Length leaves in the same write as the body (gateway.serving.server._HeldHead);
 everything else is written as uvicorn writes it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from gateway.api.server import _HeldHead
+from gateway.serving.server import _HeldHead
 
 
 class _Transport:
@@ -85,7 +85,7 @@ async def test_pipelined_requests_each_get_their_head() -> None:
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
-    from gateway.api.server import bounded_protocol
+    from gateway.serving.server import bounded_protocol
     from gateway.settings import Settings
 
     async def hello(request: Any) -> Response:

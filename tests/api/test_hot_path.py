@@ -14,9 +14,9 @@ import pytest
 import structlog
 
 from gateway import errors
-from gateway.api import middleware
 from gateway.api.app import create_app
 from gateway.observability.logging import configure_logging, get_logger, iso_utc, log_request
+from gateway.serving import admission as middleware
 from tests.api.conftest import demo_settings
 
 FIELDS: dict[str, Any] = {"method": "POST", "path": "/v1/sql", "endpoint": "/v1/sql", "status": 200,

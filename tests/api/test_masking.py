@@ -13,8 +13,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from gateway.api.app import create_app
-from gateway.masking import drop_naming, hidden_names_of, mask
 from gateway.settings import DatabaseSettings, LLMSettings, Settings
+from gateway.sql.masking import drop_naming, hidden_names_of, mask
 from gateway.testing.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import json
 
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway.api.middleware import GatewayMiddleware
+from gateway.serving.admission import GatewayMiddleware
 
 
 async def _broken(scope: Scope, receive: Receive, send: Send) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from gateway.corrections import MemoryCorrections
+from gateway.learning.corrections import MemoryCorrections
 from gateway.pipeline import prompts
 from gateway.pipeline.candidates import draws
 from gateway.settings import AskPolicy

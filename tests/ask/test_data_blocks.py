@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.llm.untrusted import TAG
 from gateway.pipeline.prompts import DATA_RULE
 from gateway.testing.scripted_llm import ScriptedLLM
-from gateway.untrusted import TAG
 from tests.ask.helpers import ask_settings, gateway, is_judge, is_reflection, post_ask, script, sql
 from tests.untrusted_blocks import assert_only_as_data
 

@@ -1,4 +1,4 @@
-"""Answer history and permalinks (gateway.history): who may see an audited answer is decided in the Gateway,
+"""Answer history and permalinks (gateway.learning.history): who may see an audited answer is decided in the Gateway,
 for every adapter; an answer someone may not see is exactly as absent as one never given."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from gateway import Gateway, errors
 from gateway.auth import Principal, Role
-from gateway.feedback import audit_answer
+from gateway.learning.feedback import audit_answer
 from gateway.settings import StoreSettings
 from gateway.store import examples
 from tests.ask.helpers import ask_settings
@@ -37,7 +37,7 @@ async def test_only_the_owner_and_dbas_of_the_database_see_an_answer(demo_dsn: s
             await pool.close()
         q = gw.question("demo", QUESTION, principal=ann)
         answer = await gw.ask(q)
-        await audit_answer(gw.state.store, answer, q)  # as the HTTP and MCP adapters do
+        await audit_answer(gw._live.store, answer, q)  # as the HTTP and MCP adapters do
         request_id = answer.request_id
         mine = await gw.history(principal=ann)
         assert [a["request_id"] for a in mine] == [request_id] and mine[0]["sql"].startswith("SELECT count(*)")

@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from gateway.corrections import MemoryCorrections
+from gateway.learning.corrections import MemoryCorrections
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.ask.helpers import ask_settings, gateway, is_generation, is_reflection, post_ask, script, sql
 
@@ -120,7 +120,7 @@ async def test_a_failing_sink_never_costs_the_answer(demo_dsn: str, llm: Scripte
 
     script(llm, sql("SELECT count(*) FROM orderz"), sql("SELECT count(*) AS n FROM orders"))
     async with gateway(ask_settings(demo_dsn, dirs, llm.base_url)) as (http, state):
-        state.corrections = Broken()
+        object.__setattr__(state, "corrections", Broken())  # the state is frozen; the test swaps in a double
         response = await post_ask(http, "How many orders are there?")
     assert response.status_code == 200 and response.json()["status"] == "ok"
 

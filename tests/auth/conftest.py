@@ -16,6 +16,7 @@ import pytest
 
 from gateway.api.app import create_app
 from gateway.auth import new_token
+from gateway.service import Gateway as GatewayService
 from gateway.settings import (
     AuthSettings,
     DatabaseSettings,
@@ -43,6 +44,7 @@ class Roles:
 class Gateway:
     http: httpx.AsyncClient
     state: GatewayState
+    service: GatewayService | None = None  # the app's Gateway: the Python API beside the HTTP one
 
     async def key(self, role: str = "client", databases: tuple[str, ...] = ("*",), pg_role: str | None = None,
                   name: str | None = None) -> str:
@@ -149,4 +151,4 @@ async def gw(demo_dsn: str, store_dsn: str, rls_dsn: str, llm_server: ScriptedLL
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost", timeout=30) as http:
-            yield Gateway(http, app.state.gateway)
+            yield Gateway(http, app.state.gateway, app.state.service)

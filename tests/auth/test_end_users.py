@@ -14,8 +14,8 @@ import pytest
 
 from gateway import errors
 from gateway.auth import Principal, Role
-from gateway.backpressure import RateLimits
 from gateway.service import Gateway as PyGateway
+from gateway.serving.backpressure import RateLimits
 from gateway.settings import BackpressureSettings, LLMSettings, RateLimit, Settings, StoreSettings
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.auth.conftest import Gateway, auth_settings, bearer
@@ -74,8 +74,8 @@ async def test_two_users_behind_one_client_own_separate_conversations(settings_w
         assert follow.conversation_id == first.conversation_id
         own = await gw.answer(gw.question("demo", QUESTION, principal=bob))
         assert own.conversation_id not in (None, first.conversation_id)
-        assert gw.state.store is not None
-        pool = gw.state.store.pool
+        assert gw._live.store is not None
+        pool = gw._live.store.pool
         conversation = await pool.fetchrow("SELECT * FROM conversations WHERE id = $1", first.conversation_id)
         audited = await pool.fetchrow("SELECT * FROM request_audit WHERE request_id = $1", first.request_id)
     assert (conversation["owner"], conversation["end_user"], conversation["via"]) == \
@@ -94,8 +94,8 @@ async def test_an_end_user_dba_approves_only_their_own_answer(settings_with: Cal
                 await gw.feedback(answer.request_id, "incorrect", corrected_sql="SELECT 7 AS n", principal=who)
         stored, created = await gw.feedback(answer.request_id, "incorrect", corrected_sql="SELECT 7 AS n",
                                             principal=alice)
-        assert gw.state.store is not None
-        pool = gw.state.store.pool
+        assert gw._live.store is not None
+        pool = gw._live.store.pool
         feedback = await pool.fetchrow("SELECT * FROM feedback WHERE id = $1", stored.id)
         correction = await pool.fetchrow("SELECT * FROM corrections WHERE id = $1", stored.correction_id)
         example = await pool.fetchrow("SELECT * FROM verified_examples WHERE id = $1", stored.example_id)
@@ -136,8 +136,8 @@ async def test_the_daily_token_budget_is_per_user_and_survives_a_restart(
             await gw.answer(gw.question("demo", QUESTION, principal=alice))
         assert len(llm_server.requests) == before  # refused before the LLM was called
         assert await gw.answer(gw.question("demo", QUESTION, principal=bob))  # Bob has a budget of his own
-        assert gw.state.store is not None
-        counted = await gw.state.store.pool.fetchval(
+        assert gw._live.store is not None
+        counted = await gw._live.store.pool.fetchval(
             "SELECT tokens FROM token_usage WHERE owner = 'user:budget-alice'")
     assert counted == spent
     assert exceeded.value.code == "token_budget_exceeded" and exceeded.value.status == 429

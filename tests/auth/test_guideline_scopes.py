@@ -3,6 +3,7 @@ cannot change the global guideline, which every other database uses."""
 
 from __future__ import annotations
 
+from gateway import errors
 from gateway.store import guidelines
 from tests.auth.conftest import Gateway, bearer
 from tests.auth.test_http import assert_problem
@@ -46,3 +47,40 @@ async def test_a_dba_of_one_database_manages_its_versions_and_not_the_global_one
     finally:
         await guidelines.reset(store.pool, None)
         await guidelines.reset(store.pool, "demo")
+
+
+async def test_http_and_the_python_api_refuse_the_same_scope_changes(gw: Gateway) -> None:
+    """Who may change a guideline scope is decided once, in Gateway: the HTTP API and the Python API (and so
+    MCP and the CLI, which call the same methods) refuse the same changes with the same problem."""
+    store, service = gw.state.store, gw.service
+    assert store is not None and service is not None
+    token = await gw.key("dba", databases=("demo",))
+    principal = await service.authenticate(f"Bearer {token}")  # the principal the HTTP API acts for
+    assert service.may_change_guidelines(principal, "demo")
+    assert not service.may_change_guidelines(principal, None) and not service.may_change_guidelines(principal, "rls")
+    async with store.transaction() as conn:
+        g = await guidelines.add_candidate(conn, text="1. global parity", parent=None, provenance={})
+        r = await guidelines.add_candidate(conn, text="1. rls parity", parent=None, provenance={}, database="rls")
+    before = await guidelines.events(store.pool, limit=1000)
+    refused = [
+        ("/v1/guidelines/reset", {}, service.reset_guideline(None, principal=principal)),
+        ("/v1/guidelines/reset", {"database": "rls"}, service.reset_guideline("rls", principal=principal)),
+        ("/v1/guidelines/rollback", {}, service.rollback(database=None, principal=principal)),
+        ("/v1/guidelines/rollback", {"database": "rls"}, service.rollback(database="rls", principal=principal)),
+        ("/v1/guidelines/rollback", {"version": g}, service.rollback(g, principal=principal)),
+        ("/v1/guidelines/regenerate", {}, service.regenerate(principal=principal)),
+        ("/v1/guidelines/regenerate", {"database": "rls"}, service.regenerate(database="rls", principal=principal)),
+        (f"/v1/guidelines/{g}/activate", {"force": True}, service.activate(g, force=True, principal=principal)),
+        (f"/v1/guidelines/{r}/activate", {"force": True}, service.activate(r, force=True, principal=principal)),
+    ]
+    for path, body, call in refused:
+        answer = await gw.http.post(path, json=body, headers=bearer(token))
+        assert_problem(answer, 403, "forbidden")
+        try:
+            await call
+        except errors.Forbidden as exc:
+            assert exc.detail == answer.json()["detail"], path
+        else:
+            raise AssertionError(f"the Python API allowed what {path} {body} refused")
+    assert await guidelines.events(store.pool, limit=1000) == before  # nothing changed, either way
+    assert await guidelines.active(store.pool) is None and await guidelines.active(store.pool, "rls") is None

@@ -1,4 +1,4 @@
-"""gateway.ownership: who owns what a request leaves behind, decided once for every adapter."""
+"""gateway.auth.ownership: who owns what a request leaves behind, decided once for every adapter."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import doctest
 
 import pytest
 
-from gateway import errors, ownership
-from gateway.auth import ANONYMOUS, Principal, Role
-from gateway.ownership import owner_of, reviews
+from gateway import errors
+from gateway.auth import ANONYMOUS, Principal, Role, ownership
+from gateway.auth.ownership import owner_of, reviews
 
 
 def test_doctests() -> None:

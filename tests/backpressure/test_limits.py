@@ -194,7 +194,7 @@ async def test_deadline_caps_the_wait_for_a_pooled_connection(demo_dsn: str) -> 
 
 @pytest.mark.parametrize("max_tracked", [2])
 async def test_rate_limit_memory_is_bounded(max_tracked: int) -> None:
-    from gateway.backpressure import RateLimiter
+    from gateway.serving.backpressure import RateLimiter
 
     limiter = RateLimiter(rate_per_s=1.0, burst=1, max_tracked=max_tracked)
     for i in range(1000):

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from gateway.context.cache import SchemaCache
+from gateway.context.sources import FileGuidelineSource
 from gateway.execute import Targets
 from gateway.rules import RulesRegistry
 from gateway.settings import ContextSettings, DatabaseSettings, Settings
@@ -37,7 +39,9 @@ async def make_state(demo_admin_dsn: str, tmp_path: Path) -> AsyncIterator[Calla
                             guidelines_dir=ROOT / "guidelines")
         targets = await Targets.open(settings)
         opened.append(targets)
-        return GatewayState(settings=settings, targets=targets, rules=RulesRegistry(rules_dir))
+        return GatewayState(settings=settings, targets=targets, rules=RulesRegistry(rules_dir),
+                            schemas=SchemaCache(settings.context),
+                            guidelines=FileGuidelineSource(settings.guidelines_dir))
 
     yield make
     for targets in opened:

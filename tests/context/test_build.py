@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -49,9 +50,7 @@ class StoreGuideline:
 
 
 async def test_hidden_objects_never_reach_the_context(make_state) -> None:  # type: ignore[no-untyped-def]
-    state = await make_state(HIDING)
-    state.examples = LeakyExamples()
-    state.guidelines = StoreGuideline()
+    state = dataclasses.replace(await make_state(HIDING), examples=LeakyExamples(), guidelines=StoreGuideline())
     questions = ["What is the average salary per department?",
                  "Total payments captured by payment method in 2024",
                  "Which employees in North America were hired in 2023, with their email and paid salary?"]

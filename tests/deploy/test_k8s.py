@@ -91,7 +91,7 @@ def test_runs_as_the_images_non_root_user() -> None:
 
 
 def test_termination_grace_outlasts_the_servers_drain() -> None:
-    from gateway.api.server import IDLE_GRACE_S
+    from gateway.serving.server import IDLE_GRACE_S
     from gateway.settings import ServerSettings
 
     # SIGTERM: idle connections get IDLE_GRACE_S, then requests in flight server.drain_timeout_s (its default:

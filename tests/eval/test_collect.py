@@ -75,3 +75,26 @@ async def test_collecting_needs_a_store(demo_dsn: str, llm: ScriptedLLM, guideli
                                concurrency=1, progress=False, collect=True, out=io.StringIO())
     assert status == 2
     assert llm.requests == []  # refused before asking anything
+
+
+async def test_an_evaluation_leaves_no_trace_in_the_store(demo_admin_dsn: str, fresh_db: str, llm: ScriptedLLM,
+                                                         guidelines_dir: Path, tmp_path: Path) -> None:
+    """Answers go through Gateway.trial: not audited, no correction handed over, in no conversation and on no
+    token budget, even with a store configured (only --collect-corrections writes, and only corrections)."""
+    script(llm)
+    path = question_file(tmp_path)
+    questions = load_questions(path)
+    scenarios = matrix(["first_pass", "gold_first"], ["none"])
+    folder, _ = RunFolder.create_or_resume(tmp_path / "runs" / "quiet", {
+        "questions_file": str(path), "questions_digest": "x", "question_count": len(questions),
+        "scenarios": [s.name for s in scenarios]})
+    settings = eval_settings(demo_admin_dsn, llm.base_url, guidelines_dir, store_dsn=fresh_db)
+    assert await run_session(settings, folder, questions, scenarios, concurrency=2, progress=False, collect=False,
+                             out=io.StringIO()) == 0
+    assert len(folder.results()) == 2 * len(questions)
+    store = await Store.open(StoreSettings(dsn=fresh_db))
+    try:
+        for table in ("request_audit", "corrections", "conversations", "conversation_turns", "token_usage"):
+            assert await store.pool.fetchval(f"SELECT count(*) FROM {table}") == 0, table
+    finally:
+        await store.close()

@@ -7,8 +7,8 @@ import doctest
 
 import pytest
 
-from gateway import equivalence
-from gateway.equivalence import gold_is_ordered, normalize_cell, same_result
+from gateway.sql import equivalence
+from gateway.sql.equivalence import gold_is_ordered, normalize_cell, same_result
 
 
 def same(gold, pred, *, ordered=False, extra=False, gold_cols=None, pred_cols=None) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gateway.cli import app
+from gateway.cli.main import app
 from gateway.testing.loopback import silent_listener
 
 

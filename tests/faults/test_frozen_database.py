@@ -29,8 +29,8 @@ import pytest
 
 from gateway.api.app import create_app
 from gateway.auth import Principal, Role
-from gateway.backpressure import KeyInFlight
 from gateway.demo.embedded import EmbeddedPostgres
+from gateway.serving.backpressure import KeyInFlight
 from gateway.settings import ContextSettings, ServerSettings
 from gateway.testing.scripted_llm import ScriptedLLM
 from tests.backpressure.helpers import ENDLESS_SQL, build_settings, running

@@ -21,7 +21,7 @@ import psutil
 import pytest
 from prometheus_client import CollectorRegistry, multiprocess
 
-from gateway.assets import shipped_dir
+from gateway.config.assets import shipped_dir
 from tests.serving import start_serve
 
 PROBES = [

@@ -11,8 +11,8 @@ import pytest
 from pydantic import SecretStr
 
 from gateway import errors
-from gateway.llm import LLMClient, is_configured, open_llm
-from gateway.llm_pool import LLMPools
+from gateway.llm.client import LLMClient, is_configured, open_llm
+from gateway.llm.pool import LLMPools
 from gateway.observability import metrics
 from gateway.settings import LLMSettings
 from gateway.testing.scripted_llm import Reply, ScriptedLLM
@@ -124,7 +124,7 @@ async def test_no_endpoint_no_client() -> None:
 
 
 async def test_bodies_that_are_not_completions_are_bad_output(scripted: ScriptedLLM) -> None:
-    # The gateway reads the completion's JSON itself (gateway.llm_pool): every malformed shape is
+    # The gateway reads the completion's JSON itself (gateway.llm.pool): every malformed shape is
     # llm_bad_output, never a crash.
     for body in ('[]', '"text"', '{"choices": "x"}', '{"choices": [1]}', '{"choices": [{"message": "x"}]}',
                  '{"choices": [{"message": {"content": null}}]}', '{"choices": [{"message": {"content": 5}}]}',
@@ -142,7 +142,7 @@ async def test_odd_usage_counts_as_no_tokens(scripted: ScriptedLLM) -> None:
 
 
 async def test_calls_spread_over_small_connection_pools(scripted: ScriptedLLM) -> None:
-    # Several small pools instead of one large one (gateway.llm_pool): no pool ever carries more calls
+    # Several small pools instead of one large one (gateway.llm.pool): no pool ever carries more calls
     # than its connections (a new pool opens when the open ones are full), and every admitted call is in
     # flight at once.
     hold = threading.Event()

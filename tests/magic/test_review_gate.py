@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.llm.untrusted import RULE, TAG
 from gateway.magic.lifecycle import magic_for
 from gateway.magic.run import regenerate
 from gateway.store import Store, corrections, guidelines
 from gateway.testing.scripted_llm import ScriptedLLM
-from gateway.untrusted import RULE, TAG
 from tests.magic.helpers import MagicScript, add_corrections, case, gateway, number_in, role, settings_for
 from tests.untrusted_blocks import assert_only_as_data
 

@@ -216,7 +216,7 @@ async def test_the_gateway_object_offers_the_scoped_operations(
     from gateway.service import Gateway
 
     async with Gateway(two_databases(demo_dsn, fresh_db, llm, tmp_path)) as gw:
-        store = gw.state.store
+        store = gw._live.store
         assert store is not None
         v = await add_version(store, "1. DEMO-OWN", "demo")
         assert [x.version for x in await gw.guidelines("demo")] == [v]
@@ -228,7 +228,7 @@ async def test_the_gateway_object_offers_the_scoped_operations(
         events = await gw.guideline_events("demo")
         assert [(e.action, e.actor) for e in events] == [("rollback", "python"), ("reset", "tester"),
                                                         ("activate", "test")]
-        assert (await lifecycle.in_force(gw.state, store, "shop")).label == "default"
+        assert (await lifecycle.in_force(gw._live, store, "shop")).label == "default"
 
 
 async def test_the_cli_manages_a_database_scope(demo_dsn: str, fresh_db: str, tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ async def replica(demo_dsn: str, store_dsn: str, **store: object) -> AsyncIterat
 
 
 def feed_of(gateway: Gateway) -> ChangeFeed:
-    feed = gateway.state.extras["changes"]
+    feed = gateway._live.changes
     assert isinstance(feed, ChangeFeed)
     return feed
 
@@ -54,29 +54,29 @@ def feed_of(gateway: Gateway) -> ChangeFeed:
 async def test_a_key_revoked_through_one_replica_is_refused_by_the_other(demo_dsn: str, fresh_db: str) -> None:
     async with replica(demo_dsn, fresh_db) as a, replica(demo_dsn, fresh_db) as b:
         token = new_token()
-        await api_keys.create(a.state.store.pool, key_id=token.key_id, name="bi", role=Role.CLIENT.value,
+        await api_keys.create(a._live.store.pool, key_id=token.key_id, name="bi", role=Role.CLIENT.value,
                               databases=["demo"], pg_role=None, secret_sha256=token.secret_sha256)
-        assert b.state.auth is not None
+        assert b._live.auth is not None
         header = f"Bearer {token.token}"
-        assert (await b.state.auth.authenticate(header)).key_id == token.key_id  # now cached at b (5 s TTL)
+        assert (await b._live.auth.authenticate(header)).key_id == token.key_id  # now cached at b (5 s TTL)
         before = feed_of(b).versions["keys"]
-        assert await api_keys.revoke(a.state.store.pool, token.key_id) is not None
+        assert await api_keys.revoke(a._live.store.pool, token.key_id) is not None
         await until(lambda: feed_of(b).versions["keys"] > before)
         with pytest.raises(errors.Unauthorized):
-            await b.state.auth.authenticate(header)
+            await b._live.auth.authenticate(header)
         ready = (await b.readiness())[1]["changes"]
         assert ready == {"listening": True, "versions": feed_of(a).report()["versions"]}
 
 
 async def test_a_guideline_activated_on_one_replica_is_in_force_on_the_other(demo_dsn: str, fresh_db: str) -> None:
     async with replica(demo_dsn, fresh_db) as a, replica(demo_dsn, fresh_db) as b:
-        assert "KEEP-IT-SHORT" not in (await b.state.guidelines.active("demo")).text  # cached at b (2 s TTL)
+        assert "KEEP-IT-SHORT" not in (await b._live.guidelines.active("demo")).text  # cached at b (2 s TTL)
         before = feed_of(b).versions["guidelines"]
-        version = await guidelines.add_candidate(a.state.store.pool, text="1. KEEP-IT-SHORT", parent=None,
+        version = await guidelines.add_candidate(a._live.store.pool, text="1. KEEP-IT-SHORT", parent=None,
                                                  provenance={}, database="demo")
         await a.activate(version, force=True)
         await until(lambda: feed_of(b).versions["guidelines"] > before)
-        assert "KEEP-IT-SHORT" in (await b.state.guidelines.active("demo")).text
+        assert "KEEP-IT-SHORT" in (await b._live.guidelines.active("demo")).text
 
 
 async def test_a_lost_notification_is_made_up_by_the_recheck(demo_dsn: str, fresh_db: str) -> None:

@@ -1,4 +1,4 @@
-"""Rate limits kept in the store hold across processes (``backpressure.shared``, gateway.shared_limits).
+"""Rate limits kept in the store hold across processes (``backpressure.shared``, gateway.serving.shared_limits).
 
 Each ``SharedRateLimits`` here stands for one worker or replica: they share nothing but the store.
 """
@@ -14,8 +14,8 @@ from structlog.testing import capture_logs
 from gateway import errors, shared_limits
 from gateway.auth.keys import Principal, Role
 from gateway.observability import metrics
+from gateway.serving.shared_limits import SharedRateLimits
 from gateway.settings import BackpressureSettings, RateLimit
-from gateway.shared_limits import SharedRateLimits
 from gateway.store import Store
 
 KEY = Principal(name="bi", role=Role.CLIENT, databases=frozenset({"demo"}), key_id="0123456789ab")

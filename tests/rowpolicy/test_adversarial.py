@@ -33,7 +33,7 @@ async def one_conn(tenants: Tenants, tmp_path: Path) -> Gateway:
 
 @pytest.mark.parametrize("value", HOSTILE)
 async def test_a_hostile_claim_value_reaches_postgres_as_exactly_that_text(one_conn: Gateway, value: str) -> None:
-    target = one_conn.state.targets.by_name["rls"]
+    target = one_conn._live.targets.by_name["rls"]
     out = await run_query(target, "SELECT current_setting('nl2sql.tenant_id', true)", claims=(("tenant_id", value),))
     assert out.rows[0][0] == value
     # the policy's cast refuses it (an error, never rows), except what reads as a tenant id or as nothing
@@ -63,7 +63,7 @@ async def test_a_missing_claim_matches_no_rows_with_the_documented_policy(one_co
     nobody = tenant(None)
     assert (await one_conn.sql("rls", "SELECT count(*) FROM orders", principal=nobody)).result.rows == [[0]]
     assert (await one_conn.sql("rls", "SELECT count(*) FROM orders", principal=tenant("1"))).result.rows == [[4]]
-    target = one_conn.state.targets.by_name["rls"]
+    target = one_conn._live.targets.by_name["rls"]
     after = await run_query(target, "SELECT current_setting('nl2sql.tenant_id', true)")
     assert after.rows[0][0] in ("", None)  # what Postgres leaves of a transaction-local custom setting
     assert (await one_conn.sql("rls", "SELECT count(*) FROM orders", principal=nobody)).result.rows == [[0]]
@@ -71,7 +71,7 @@ async def test_a_missing_claim_matches_no_rows_with_the_documented_policy(one_co
 
 async def test_the_session_reset_leaves_nothing_for_the_next_request(one_conn: Gateway) -> None:
     await one_conn.sql("rls", "SELECT count(*) FROM orders", principal=tenant("2", region="eu"))
-    target = one_conn.state.targets.by_name["rls"]
+    target = one_conn._live.targets.by_name["rls"]
     out = await run_query(target, "SELECT current_setting('nl2sql.tenant_id', true), "
                           "current_setting('nl2sql.region', true)")
     assert all(v in ("", None) for v in out.rows[0])

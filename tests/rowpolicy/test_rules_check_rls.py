@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncpg
 from typer.testing import CliRunner
 
-from gateway.cli import app
+from gateway.cli.main import app
 from tests.rowpolicy.conftest import RULES, Tenants
 
 

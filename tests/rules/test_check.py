@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gateway.cli import app
+from gateway.cli.main import app
 from gateway.execute import Targets
 from gateway.execute.introspect import Schema, introspect
 from gateway.rules import check_rules

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 from typer.testing import CliRunner
 
 from gateway.api.app import create_app
-from gateway.cli import app as cli
+from gateway.cli.main import app as cli
 from gateway.demo.generator import READER_ROLE, derive_dsn
 from gateway.execute.privileges import role_facts
 from gateway.rules import load_ruleset, rule_files

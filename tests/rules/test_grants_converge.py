@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 from typer.testing import CliRunner
 
-from gateway.cli import app as cli
+from gateway.cli.main import app as cli
 from gateway.execute.introspect import ColumnInfo, Schema, TableInfo
 from gateway.rules.grants import grants_sql
 from tests.rules.test_grants import DEMO_RULES, ROOT

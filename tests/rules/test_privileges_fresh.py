@@ -9,7 +9,7 @@ import httpx
 from typer.testing import CliRunner
 
 from gateway.api.app import create_app
-from gateway.cli import app as cli
+from gateway.cli.main import app as cli
 from gateway.settings import DatabaseSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from gateway.cli import app
+from gateway.cli.main import app
 from gateway.semantic.compile import MetricQuery, compile_query
 from gateway.semantic.importers import import_model
 from gateway.semantic.loading import load_model, parse_text

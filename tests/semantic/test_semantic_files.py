@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gateway import errors
-from gateway.cli import app
+from gateway.cli.main import app
 from gateway.semantic.loading import load_model, parse_text
 from gateway.semantic.model import SemanticModel
 from gateway.semantic.registry import SemanticRegistry

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.context.model import Guideline
 from gateway.context.sources import ExamplesSource, GuidelineSource, NoExamples
-from gateway.corrections import Correction, CorrectionsSink
+from gateway.learning.corrections import Correction, CorrectionsSink
 from gateway.settings import MagicSettings
 from gateway.store import Store, corrections, examples, guidelines
 from gateway.store.sources import StoreCorrections, StoreExamples, StoreGuidelines

@@ -1,4 +1,4 @@
-"""Matching a question against templates (gateway.templates, no I/O): precise by construction. A wrong template
+"""Matching a question against templates (gateway.learning.templates, no I/O): precise by construction. A wrong template
 answer is worse than none, so anything short of one exact, valid, unambiguous reading is no match."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import doctest
 
 import pytest
 
-import gateway.promote
-import gateway.templates
-from gateway.templates import (
+import gateway.learning.promote
+import gateway.learning.templates
+from gateway.learning.templates import (
     DefinitionError,
     Parameter,
     Template,
@@ -30,8 +30,8 @@ def template(name: str, questions: tuple[str, ...], *params: Parameter) -> Templ
 
 
 def test_doctests() -> None:
-    assert doctest.testmod(gateway.templates).failed == 0
-    assert doctest.testmod(gateway.promote).failed == 0
+    assert doctest.testmod(gateway.learning.templates).failed == 0
+    assert doctest.testmod(gateway.learning.promote).failed == 0
 
 
 @pytest.mark.parametrize("question, expected", [
@@ -108,7 +108,7 @@ def test_values_are_checked_against_the_column_type(kind: str, column_type: str,
 def test_a_question_built_to_be_ambiguous_is_no_match_and_costs_a_bounded_walk() -> None:
     # Each "{slot}" between repeated words multiplies the readings: a regular expression backtracked over them
     # for minutes (found by the attacker's review); the walk stops at SPLITS_EXPLORED and reads nothing.
-    from gateway.templates import SPLITS_EXPLORED, _splits
+    from gateway.learning.templates import SPLITS_EXPLORED, _splits
 
     example = "orders from {a} in {b} by {c} per {d}"
     assert _splits("orders from a in b by c per d", example) == [{"a": "a", "b": "b", "c": "c", "d": "d"}]

@@ -2,7 +2,7 @@
 # First start of the compose Postgres only (the official image runs /docker-entrypoint-initdb.d/* on an
 # empty data directory): the read-only role the gateway queries as, the demo database built from the
 # repository's gateway/demo/*.sql (mounted at /opt/nl2sql-demo), and the gateway's store database.
-# The same grants as gateway/demo/generator.py, which the README recommends for production targets.
+# The same grants as gateway/demo/generator.py, which docs/hidden-data.md recommends for production targets.
 set -eu
 
 : "${NL2SQL_READER_PASSWORD:?set NL2SQL_READER_PASSWORD}"
