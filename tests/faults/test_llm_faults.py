@@ -4,7 +4,7 @@ and after ``llm.breaker_failures`` failed calls in a row the breaker answers at 
 
 from __future__ import annotations
 
-from gateway.breaker import Breaker
+from gateway.llm.breaker import Breaker
 from gateway.observability import metrics
 from gateway.testing.scripted_llm import Reply, ScriptedLLM
 from tests.backpressure.helpers import ANSWER, ask, build_settings, running

@@ -11,9 +11,10 @@ import asyncpg
 import pytest
 from structlog.testing import capture_logs
 
-from gateway import errors, shared_limits
+from gateway import errors
 from gateway.auth.keys import Principal, Role
 from gateway.observability import metrics
+from gateway.serving import shared_limits
 from gateway.serving.shared_limits import SharedRateLimits
 from gateway.settings import BackpressureSettings, RateLimit
 from gateway.store import Store
