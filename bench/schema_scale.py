@@ -227,10 +227,13 @@ async def build_database(admin_dsn: str, name: str, tables: list[Table]) -> str:
         await admin.close()
     conn = await asyncpg.connect(derive_dsn(admin_dsn, database=name))
     try:
-        for start in range(0, len(tables), 200):
-            await conn.execute("\n".join(ddl(t) for t in tables[start:start + 200]))
-        await conn.execute(f"GRANT USAGE ON SCHEMA public TO {READER}; "
-                           f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {READER}; ANALYZE;")
+        await conn.execute(f"GRANT USAGE ON SCHEMA public TO {READER}")
+        # Batches small enough for one transaction's locks (max_locks_per_transaction).
+        for start in range(0, len(tables), 20):
+            batch = tables[start:start + 20]
+            await conn.execute("\n".join(ddl(t) for t in batch)
+                               + f"\nGRANT SELECT ON {', '.join(t.name for t in batch)} TO {READER};")
+        await conn.execute("ANALYZE")  # outside a transaction block: one table at a time
     finally:
         await conn.close()
     return derive_dsn(admin_dsn, database=name, user=READER)

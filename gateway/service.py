@@ -124,6 +124,8 @@ class Gateway:
         await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
         await _load_relations(state)
+        if settings.context.warm_start:  # in the background: serving starts now, /readyz tells the progress
+            state.schemas.warm(targets.by_name.values(), state.ruleset)
         self._state = state
         _freeze_heap()
         log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
@@ -372,7 +374,10 @@ class Gateway:
         unserved = [name for name, status in statuses.items() if status.state == "unavailable"]
         ready = all(v == "ok" for v in results.values()) and not failing and not unserved
         body: dict[str, Any] = {"status": "ok" if ready else "unavailable", "databases": results,
-                                "privileges": privileges}
+                                "privileges": privileges,
+                                # How far each schema is read (introspection and sample values); not a
+                                # condition of readiness: questions wait for it, /v1/sql never does.
+                                "schemas": {t.name: state.schemas.progress(t.name) for t in targets}}
         if rules:
             body["rules"] = rules
         return ready, body

@@ -363,6 +363,15 @@ class ContextSettings(BaseModel):
                                      "snapshot keeps serving.")
     stale_wait_s: float = Field(default=1.0, ge=0, description="Longest a question waits for a schema refresh "
                                 "when an older snapshot exists; beyond it the question uses the older one.")
+    schema_check_s: float = Field(default=10.0, ge=0, description="Seconds between cheap checks of a database's "
+                                  "catalog version (a fingerprint of pg_class, pg_description, pg_constraint); "
+                                  "when it changed (a table added, a column altered, a comment edited), the "
+                                  "schema is read again in the background while the old snapshot keeps "
+                                  "serving, so schema changes reach prompts without a restart or waiting for "
+                                  "`schema_ttl_s`. 0 turns the check off.")
+    warm_start: bool = Field(default=True, description="Read every database's schema in the background as the "
+                             "gateway starts, so the first question does not wait for introspection; "
+                             "`/readyz` reports its progress under `schemas` (it does not wait for it).")
     token_budget: int = Field(default=4000, ge=200, description="Most tokens (about 4 characters each) of "
                               "schema text in a prompt; larger schemas are pruned to the question's tables.")
     sample_values: int = Field(default=6, ge=0, le=50, description="Sample values shown per low-cardinality "

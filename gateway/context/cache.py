@@ -10,6 +10,13 @@ request's deadline and cancellation, within ``context.refresh_timeout_s``; a que
 log, ``nl2sql_schema_stale_total``), and without any snapshot at most until its own deadline (then 503
 ``database_unavailable``).
 
+Schema changes need no restart and no TTL: at most every ``context.schema_check_s`` a question's lookup starts
+(never waits for) a cheap catalog version check (gateway.execute.samples.catalog_version); when the version
+moved, a refresh starts in the background and the current snapshot keeps serving until the new one is in.
+With ``context.warm_start`` the gateway starts reading every schema as it starts (:meth:`SchemaCache.warm`);
+:meth:`SchemaCache.progress` tells ``/readyz`` how far it got. Sample values come from the planner's
+statistics where they list every value of a column (one query for all columns), else one GROUP BY each.
+
 Callers with a Postgres role or row-policy values (claims) get a view of the snapshot cut to what they may
 read (gateway.context.scope), cached per (database, role, claims) in a least-recently-used map of at most
 ``context.scoped_views_max`` entries. A view lives as long as the snapshot it was cut from: a refresh (every
@@ -64,6 +71,9 @@ class SchemaSnapshot:
     full: Schema | None = field(default=None, repr=False)
     base: SchemaSnapshot | None = field(default=None, compare=False, repr=False)
     row_secured: frozenset[str] = frozenset()
+    # The catalog version read before introspection, and when it was last compared (monotonic seconds).
+    version: str | None = None
+    checked_at: float = 0.0
 
 
 def is_text_type(type_name: str) -> bool:
@@ -82,6 +92,55 @@ class SchemaCache:
         # (database, role, claims) -> the caller's view, least recently used first
         self._views: OrderedDict[ViewKey, SchemaSnapshot] = OrderedDict()
         self._building: dict[ViewKey, asyncio.Future[SchemaSnapshot]] = {}
+        self._checks: dict[str, asyncio.Task[None]] = {}  # one catalog version check in flight per database
+        self._progress: dict[str, dict[str, Any]] = {}  # database -> what its refresh in flight has done
+
+    def warm(self, targets: Any, rules_of: Any) -> None:
+        """Start reading the schema of every target (``rules_of(name)``: its rules) in the background."""
+        for target in targets:
+            if target.name not in self._snapshots and target.name not in self._refreshes:
+                self._start(target, rules_of(target.name))
+
+    def progress(self, database: str) -> dict[str, Any]:
+        """How far the schema of ``database`` is read: ``{"state": "ready" | "loading" | "not_loaded", ...}``
+        with the tables known, the columns sampled so far and the snapshot's age; for ``/readyz``."""
+        current = self._snapshots.get(database)
+        loading = self._progress.get(database) if database in self._refreshes else None
+        out: dict[str, Any] = {"state": "ready" if current is not None else "loading" if loading else "not_loaded"}
+        if current is not None:
+            out["tables"] = len(current.schema.tables)
+            out["age_s"] = round(time.monotonic() - current.loaded_at, 1)
+        if loading:
+            out["refresh"] = dict(loading)
+        return out
+
+    def _check(self, target: Target, rules: RuleSet, current: SchemaSnapshot) -> None:
+        """Compare the catalog version in the background, at most every ``schema_check_s``; a change starts
+        a refresh (the current snapshot serves until it is done)."""
+        every = self.settings.schema_check_s
+        now = time.monotonic()
+        if not every or now - current.checked_at < every or target.name in self._checks \
+                or target.name in self._refreshes:
+            return
+        current.checked_at = now
+
+        async def check() -> None:
+            try:
+                async with asyncio.timeout(self.settings.refresh_timeout_s):
+                    version = await sample_queries.catalog_version(target)
+            except Exception as exc:  # a failed check changes nothing: the TTL still applies
+                log.info("schema_check_failed", database=target.name, error=f"{type(exc).__name__}: {exc}")
+                return
+            if version != current.version and self._snapshots.get(target.name) is current \
+                    and target.name not in self._refreshes:
+                log.info("schema_changed", database=target.name)
+                self._start(target, rules)
+
+        context = contextvars.copy_context()
+        context.run(request_deadline.start_at, None)
+        task = asyncio.create_task(check(), name=f"schema-check-{target.name}", context=context)
+        self._checks[target.name] = task
+        task.add_done_callback(lambda done: self._checks.pop(target.name, None))
 
     def invalidate(self, database: str | None = None) -> None:
         if database is None:
@@ -142,7 +201,7 @@ class SchemaCache:
 
     async def close(self) -> None:
         """Cancel the refreshes still running (the gateway is closing; their pools go next)."""
-        tasks = list(self._refreshes.values())
+        tasks: list[asyncio.Task[Any]] = [*self._refreshes.values(), *self._checks.values()]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -158,6 +217,7 @@ class SchemaCache:
         within ``stale_wait_s``; ``database_unavailable`` when there is none and none could be read in time."""
         current = self._snapshots.get(target.name)
         if current is not None and not self._stale(current):
+            self._check(target, rules, current)
             return current
         refresh = self._refreshes.get(target.name)
         if refresh is None:
@@ -185,6 +245,7 @@ class SchemaCache:
         # A context of its own without the request's deadline: the refresh serves every later question too.
         context = contextvars.copy_context()
         context.run(request_deadline.start_at, None)
+        self._progress[target.name] = {"phase": "starting"}
         task = asyncio.create_task(self._refresh(target, rules), name=f"schema-refresh-{target.name}",
                                    context=context)
         self._refreshes[target.name] = task
@@ -227,26 +288,38 @@ class SchemaCache:
 
     async def _load(self, target: Target, rules: RuleSet) -> SchemaSnapshot:
         started = time.perf_counter()
+        progress = self._progress.setdefault(target.name, {})
+        progress["phase"] = "introspecting"
+        # Read before introspection: a change made while introspecting shows as a newer version next check.
+        version = await sample_queries.catalog_version(target) if self.settings.schema_check_s else None
         schema = await introspect(target)
+        progress.update(phase="sampling", tables=len(schema.tables))
         stats = await sample_queries.column_n_distinct(target)
         trgm = await sample_queries.trigram_schema(target)
         limit = self.settings.low_cardinality_max
         wanted = [(t, c.name) for t in schema.tables for c in t.columns
                   if is_text_type(c.type) and not rules.is_hidden_column(t.qualified_name, c.name)
                   and _maybe_low_cardinality(t, c.name, stats, limit)]
+        listed = await sample_queries.complete_value_lists(target, [(t.schema, t.name, c) for t, c in wanted], limit)
+        values = {(t.qualified_name, c): listed[(t.schema, t.name, c)] for t, c in wanted
+                  if (t.schema, t.name, c) in listed}
+        rest = [(t, c) for t, c in wanted if (t.schema, t.name, c) not in listed]
+        progress.update(columns=len(wanted), sampled=len(values))
         gate = asyncio.Semaphore(SAMPLE_CONCURRENCY)
 
         async def fetch(table: TableInfo, column: str) -> tuple[tuple[str, str], list[str] | None]:
             async with gate:
                 found = await sample_queries.distinct_values(target, table.schema, table.name, column, limit)
+            progress["sampled"] += 1
             return (table.qualified_name, column), found
 
-        results = await asyncio.gather(*(fetch(t, c) for t, c in wanted))
-        values = {key: found for key, found in results if found}
+        results = await asyncio.gather(*(fetch(t, c) for t, c in rest))
+        values.update((key, found) for key, found in results if found)
         log.info("schema_loaded", database=target.name, tables=len(schema.tables), sampled_columns=len(values),
                  pg_trgm=trgm is not None, seconds=round(time.perf_counter() - started, 3))
         candidates = tuple((t.schema, t.name, t.qualified_name, c) for t, c in wanted)
-        return SchemaSnapshot(schema, values, trgm, time.monotonic(), candidates=candidates)
+        now = time.monotonic()
+        return SchemaSnapshot(schema, values, trgm, now, candidates=candidates, version=version, checked_at=now)
 
 
 def _maybe_low_cardinality(table: TableInfo, column: str, stats: dict[tuple[str, str, str], float],

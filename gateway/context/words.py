@@ -19,6 +19,8 @@ import re
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|“([^”]{1,80})”")
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+DIGITS = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")  # 'asset1341' -> 'asset', '1341'
+IDENTIFIER = re.compile(r"[\w.]*[_.][\w.]*")  # a name as written, with '_' or '.': 'account_asset_1341' 
 
 STOPWORDS = frozenset([
     "a", "about", "above", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
@@ -52,9 +54,24 @@ def keywords(text: str) -> set[str]:
     return {lemma(w) for w in words(text) if w.lower() not in STOPWORDS and len(w) > 1 and not w.isdigit()}
 
 
+def terms(text: str) -> set[str]:
+    """What retrieval looks up for a question: its keywords, and its numbers, which tell apart tables of
+    the same words ('account asset 1341').
+
+    >>> sorted(terms("How many rows in account asset 1341?"))
+    ['1341', 'account', 'asset', 'row']
+    """
+    return keywords(text) | {w for w in words(text) if w.isdigit()}
+
+
+def identifiers(text: str) -> set[str]:
+    """Names the question spells with ``_`` or ``.``, lower case: ``account_asset_1341``, ``sales.orders``."""
+    return {m.strip(".").lower() for m in IDENTIFIER.findall(text) if m.strip("._")}
+
+
 def name_words(identifier: str) -> set[str]:
-    """'order_items' -> {'order', 'item'}; 'customerId' -> {'customer', 'id'}."""
-    parts = re.split(r"[_\W]+", CAMEL.sub("_", identifier))
+    """'order_items' -> {'order', 'item'}; 'customerId' -> {'customer', 'id'}; 'asset1341' -> {'asset', '1341'}."""
+    parts = re.split(r"[_\W]+", DIGITS.sub("_", CAMEL.sub("_", identifier)))
     return {lemma(p) for p in parts if p}
 
 

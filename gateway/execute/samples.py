@@ -21,6 +21,32 @@ FROM pg_stats s
 WHERE s.schemaname NOT IN ('pg_catalog', 'information_schema')
 """
 
+# The planner's most common values of the given text columns, when it kept a list (ANALYZE): one query for
+# every column instead of one GROUP BY each. Row-secured tables are not listed by pg_stats to a role under
+# row-level security, so they are sampled as before.
+MCV_SQL = """
+SELECT s.schemaname AS schema, s.tablename AS table, s.attname AS column, s.null_frac,
+       s.most_common_vals::text::text[] AS vals, s.most_common_freqs AS freqs
+FROM pg_stats s
+JOIN unnest($1::text[], $2::text[], $3::text[]) AS w(sch, tab, col)
+  ON s.schemaname = w.sch AND s.tablename = w.tab AND s.attname = w.col
+WHERE s.most_common_vals IS NOT NULL
+"""
+
+# A cheap fingerprint of the catalog parts the context stage reads: a created, dropped, altered, commented or
+# re-granted relation changes the row versions (xmin) of pg_class, pg_description or pg_constraint. ANALYZE
+# and VACUUM update pg_class in place (xmin unchanged), so they do not count as changes.
+CATALOG_VERSION_SQL = """
+SELECT (SELECT count(*) || ':' || coalesce(sum(xmin::text::bigint), 0) FROM pg_class
+         WHERE relkind IN ('r', 'p', 'v', 'm', 'f') AND relpersistence <> 't')
+    || '/' || (SELECT count(*) || ':' || coalesce(sum(xmin::text::bigint), 0) FROM pg_description)
+    || '/' || (SELECT count(*) || ':' || coalesce(sum(xmin::text::bigint), 0) FROM pg_constraint)
+    || '/' || (SELECT count(*) || ':' || coalesce(sum(xmin::text::bigint), 0) FROM pg_namespace)
+"""
+
+# Whole-column frequencies at or above this sum mean the planner's list holds every value of the column.
+MCV_COMPLETE = 0.999
+
 TRGM_SQL = """
 SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'
 """
@@ -61,6 +87,33 @@ async def column_n_distinct(target: Target) -> dict[tuple[str, str, str], float]
     async with _read_only(target) as conn:
         rows = await conn.fetch(STATS_SQL)
     return {(r["schema"], r["table"], r["column"]): float(r["n_distinct"]) for r in rows}
+
+
+async def complete_value_lists(target: Target, columns: Sequence[tuple[str, str, str]],
+                               limit: int) -> dict[tuple[str, str, str], list[str]]:
+    """(schema, table, column) -> every distinct non-empty value, most frequent first, for the text columns
+    whose planner statistics list all their values (at most ``limit``); columns without such a list are
+    absent (sample them with :func:`distinct_values`)."""
+    if not columns:
+        return {}
+    async with _read_only(target) as conn:
+        rows = await conn.fetch(MCV_SQL, [c[0] for c in columns], [c[1] for c in columns], [c[2] for c in columns])
+    out: dict[tuple[str, str, str], list[str]] = {}
+    for r in rows:
+        vals, freqs = r["vals"], r["freqs"]
+        if vals is None or freqs is None or len(vals) > limit or sum(freqs) + r["null_frac"] < MCV_COMPLETE:
+            continue
+        ranked = sorted(zip(vals, freqs, strict=False), key=lambda vf: (-vf[1], vf[0]))
+        found = [v for v, _ in ranked if v]
+        if found:
+            out[(r["schema"], r["table"], r["column"])] = found
+    return out
+
+
+async def catalog_version(target: Target) -> str:
+    """A fingerprint of the catalog that changes when a relation, column, comment, key or grant does."""
+    async with _read_only(target) as conn:
+        return str(await conn.fetchval(CATALOG_VERSION_SQL))
 
 
 async def distinct_values(target: Target, schema: str, table: str, column: str, limit: int, *,
