@@ -157,9 +157,10 @@ def ddl(table: Table) -> str:
                f"of unit {number}';")
     for column, _ in table.columns[1:4]:
         out.append(f"COMMENT ON COLUMN {table.name}.{column} IS 'The {column.replace('_', ' ')} as booked';")
-    # Five rows: low-cardinality text columns get values (the table's own one, if it has one, in the first).
+    # Twelve rows: low-cardinality text columns get values, each in several rows as in real data (the
+    # table's own value, if it has one, in the first nine).
     rows = []
-    for r in range(5):
+    for r in range(12):
         values = []
         for c, t in table.columns:
             if c == "id":
@@ -167,12 +168,12 @@ def ddl(table: Table) -> str:
             elif c.endswith("_id"):
                 values.append("NULL")
             elif table.value is not None and c == table.value[0]:
-                values.append("'" + (table.value[1] if r < 3 else "Other") + "'")
+                values.append("'" + (table.value[1] if r < 9 else "Other") + "'")
             elif t == "text":
                 common = COMMON_VALUES.get(c, ["alpha", "beta", "gamma"])
                 values.append(f"'{common[r % len(common)]}'")
             elif t == "date":
-                values.append(f"date '2024-01-0{r + 1}'")
+                values.append(f"date '2024-01-{r + 1:02d}'")
             elif t == "boolean":
                 values.append("true" if r % 2 else "false")
             else:
