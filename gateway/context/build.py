@@ -106,6 +106,7 @@ class Renderer:
                  redact: Redactor) -> None:
         self.tables = {t.qualified_name: t for t in schema.tables}
         self.order = list(self.tables)
+        self.position = {name: i for i, name in enumerate(self.order)}
         self.values, self.samples, self.redact = values, samples, redact
         self._done: dict[str, Rendered] = {}
         self._fits: dict[int, bool] = {}
@@ -191,7 +192,7 @@ async def build_context(sources: Sources, settings: ContextSettings, target: Tar
 
     scores = prepared.index.score(terms(text), identifiers(text), {h.table for h in hints})
     chosen = select(render.order, render, scores, prepared.adjacency, settings.token_budget,
-                    whole=render.fits(settings.token_budget))
+                    whole=render.fits(settings.token_budget), position=render.position)
     kept = [name for name, _ in chosen]
     schema_text = "\n\n".join(render(n).compact if compact else render(n).full for n, compact in chosen)
     rules_text = render_rules(rules, kept, redact)

@@ -256,6 +256,13 @@ class SchemaCache:
         try:
             async with asyncio.timeout(self.settings.refresh_timeout_s):
                 fresh = await self._load(target, rules)
+                # The question-independent work of build_context (visible schema, indexes) is done here, in
+                # a thread, before the snapshot is published: no question pays for it, and the event loop
+                # keeps serving meanwhile.
+                from gateway.context.build import _prepare
+
+                self._progress.setdefault(target.name, {})["phase"] = "indexing"
+                await asyncio.to_thread(_prepare, fresh, rules, self.settings.sample_values)
         except TimeoutError:
             raise errors.DatabaseUnavailable(
                 f"reading the schema of {target.name!r} took longer than {self.settings.refresh_timeout_s:g} s "
@@ -293,17 +300,21 @@ class SchemaCache:
         # Read before introspection: a change made while introspecting shows as a newer version next check.
         version = await sample_queries.catalog_version(target) if self.settings.schema_check_s else None
         schema = await introspect(target)
+        introspected = time.perf_counter()
         progress.update(phase="sampling", tables=len(schema.tables))
-        stats = await sample_queries.column_n_distinct(target)
+        column_stats = await sample_queries.column_stats(target)
+        stats = column_stats.n_distinct
         trgm = await sample_queries.trigram_schema(target)
         limit = self.settings.low_cardinality_max
         wanted = [(t, c.name) for t in schema.tables for c in t.columns
                   if is_text_type(c.type) and not rules.is_hidden_column(t.qualified_name, c.name)
                   and _maybe_low_cardinality(t, c.name, stats, limit)]
-        listed = await sample_queries.complete_value_lists(target, [(t.schema, t.name, c) for t, c in wanted], limit)
+        listed = await sample_queries.complete_value_lists(target, column_stats,
+                                                           [(t.schema, t.name, c) for t, c in wanted], limit)
         values = {(t.qualified_name, c): listed[(t.schema, t.name, c)] for t, c in wanted
                   if (t.schema, t.name, c) in listed}
         rest = [(t, c) for t, c in wanted if (t.schema, t.name, c) not in listed]
+        from_stats = time.perf_counter()
         progress.update(columns=len(wanted), sampled=len(values))
         gate = asyncio.Semaphore(SAMPLE_CONCURRENCY)
 
@@ -316,7 +327,9 @@ class SchemaCache:
         results = await asyncio.gather(*(fetch(t, c) for t, c in rest))
         values.update((key, found) for key, found in results if found)
         log.info("schema_loaded", database=target.name, tables=len(schema.tables), sampled_columns=len(values),
-                 pg_trgm=trgm is not None, seconds=round(time.perf_counter() - started, 3))
+                 from_statistics=len(listed), pg_trgm=trgm is not None,
+                 introspect_s=round(introspected - started, 3), statistics_s=round(from_stats - introspected, 3),
+                 seconds=round(time.perf_counter() - started, 3))
         candidates = tuple((t.schema, t.name, t.qualified_name, c) for t, c in wanted)
         now = time.monotonic()
         return SchemaSnapshot(schema, values, trgm, now, candidates=candidates, version=version, checked_at=now)

@@ -17,6 +17,7 @@ tried in compact form (no comments or sample values): the best tables are kept w
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -50,11 +51,11 @@ def table_words(tables: Iterable[TableInfo], values: dict[tuple[str, str], list[
                 descriptions: dict[str, str]) -> dict[str, TableWords]:
     out: dict[str, TableWords] = {}
     for table in tables:
-        column_words = set().union(*(name_words(c.name) for c in table.columns)) if table.columns else set()
+        column_words = frozenset().union(*(name_words(c.name) for c in table.columns))
         text = " ".join([table.comment or "", descriptions.get(table.name, "")]
                         + [c.comment or "" for c in table.columns])
         sampled = " ".join(v for c in table.columns for v in values.get((table.qualified_name, c.name), ()))
-        out[table.qualified_name] = TableWords(frozenset(name_words(table.name)), frozenset(column_words),
+        out[table.qualified_name] = TableWords(name_words(table.name), column_words,
                                                frozenset(keywords(text)), frozenset(terms(sampled)))
     return out
 
@@ -64,7 +65,9 @@ NAME, COLUMNS, TEXT, SAMPLED = 3.0, 2.0, 1.0, 2.0
 HINTED = 4.0  # a value hint points to the table: as good as four rare words of its comments
 NAMED = 10.0  # the question spells the table's name (``account_asset_1341``, ``sales.orders``)
 CANDIDATES_MAX = 64  # the best-scored tables selection considers (plus their foreign-key neighbours)
-NEIGHBOURS_MAX = 256  # most neighbours considered as bridges or one-hop joins
+LINKED_MAX = 8  # the best tables whose foreign-key neighbours are considered as bridges or one-hop joins
+NEIGHBOURS_MAX = 96  # most such neighbours
+COMMON_SHARE = 0.25  # a word in more than this share of the tables adds little: skipped when rarer ones match
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +103,12 @@ class TableIndex:
 
         ``spelled``: the question's identifiers as written (lower case, ``_`` and ``.`` kept)."""
         scores: dict[str, float] = {}
-        for word in question_words:
-            found = self.postings.get(word)
-            if not found:
-                continue
+        common = COMMON_SHARE * len(self.names)
+        known = sorted((w for w in question_words if w in self.postings), key=lambda w: len(self.postings[w]))
+        for word in known:
+            found = self.postings[word]
+            if scores and len(found) > common and len(found) > CANDIDATES_MAX:
+                break  # the rarer words found the tables; this one would only add to thousands of them
             idf = self.idf[word]
             for table, weight in found:
                 scores[table] = scores.get(table, 0.0) + idf * weight
@@ -140,11 +145,13 @@ def neighbours(tables: Iterable[TableInfo]) -> dict[str, set[str]]:
 
 
 def select(tables: Sequence[str], render: Callable[[str], Rendered], scores: dict[str, float],
-           adjacency: dict[str, set[str]], budget: int, *, whole: bool | None = None) -> list[tuple[str, bool]]:
+           adjacency: dict[str, set[str]], budget: int, *, whole: bool | None = None,
+           position: dict[str, int] | None = None) -> list[tuple[str, bool]]:
     """(table, compact?) pairs to show, in the schema's order (``tables``); the total stays within ``budget``.
 
     ``render`` gives a table's rendering (the caller memoizes it: only the tables considered are rendered);
-    ``whole``: whether the whole schema fits the budget, when the caller knows it already. The best-scored
+    ``whole``: whether the whole schema fits the budget, when the caller knows it already; ``position``: each
+    table's index in ``tables``, when the caller keeps it. The best-scored
     table is always shown (compact if need be), even alone over budget: a prompt with no table at all cannot
     be answered.
     """
@@ -166,12 +173,13 @@ def select(tables: Sequence[str], render: Callable[[str], Rendered], scores: dic
             return False
         return True
 
-    order = {name: i for i, name in enumerate(tables)}
+    order = position if position is not None else {name: i for i, name in enumerate(tables)}
     top = max(scores.values(), default=0.0)
     # A single shared word in a long comment is noise next to a table the question names.
-    ranked = sorted((n for n, s in scores.items() if s > 0 and s >= RELEVANT_SHARE * top and n in order),
-                    key=lambda n: (-scores[n], order[n]))
-    scored = set(ranked[:CANDIDATES_MAX])
+    ranked = heapq.nsmallest(CANDIDATES_MAX, (n for n, s in scores.items()
+                                              if s > 0 and s >= RELEVANT_SHARE * top and n in order),
+                             key=lambda n: (-scores[n], order[n]))
+    scored = set(ranked)
     if not scored:  # nothing in common with the question: show what fits, in the schema's order
         misses = 0
         for i, name in enumerate(tables):
@@ -183,9 +191,9 @@ def select(tables: Sequence[str], render: Callable[[str], Rendered], scores: dic
     best_tables = {n for n in scored if scores[n] == top}
     # Who may be taken: the scored tables and, as bridges or one-hop joins, their neighbours.
     universe = set(scored)
-    for name in ranked[:CANDIDATES_MAX]:
+    for name in ranked[:LINKED_MAX]:
         for other in adjacency.get(name, ()):
-            if len(universe) >= CANDIDATES_MAX + NEIGHBOURS_MAX:
+            if len(universe) >= len(scored) + NEIGHBOURS_MAX:
                 break
             if other in order:
                 universe.add(other)

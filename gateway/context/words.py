@@ -15,11 +15,13 @@ True
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|“([^”]{1,80})”")
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 DIGITS = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")  # 'asset1341' -> 'asset', '1341'
+_SEPARATORS = re.compile(r"[_\W]+")
 IDENTIFIER = re.compile(r"[\w.]*[_.][\w.]*")  # a name as written, with '_' or '.': 'account_asset_1341' 
 
 STOPWORDS = frozenset([
@@ -34,6 +36,7 @@ STOPWORDS = frozenset([
 ])
 
 
+@lru_cache(maxsize=65_536)  # names and words repeat across thousands of tables
 def lemma(word: str) -> str:
     """Lower case, without a plural or possessive ending: 'Orders' -> 'order', 'categories' -> 'category'."""
     w = word.lower()
@@ -69,10 +72,11 @@ def identifiers(text: str) -> set[str]:
     return {m.strip(".").lower() for m in IDENTIFIER.findall(text) if m.strip("._")}
 
 
-def name_words(identifier: str) -> set[str]:
+@lru_cache(maxsize=65_536)  # column names repeat across thousands of tables
+def name_words(identifier: str) -> frozenset[str]:
     """'order_items' -> {'order', 'item'}; 'customerId' -> {'customer', 'id'}; 'asset1341' -> {'asset', '1341'}."""
-    parts = re.split(r"[_\W]+", DIGITS.sub("_", CAMEL.sub("_", identifier)))
-    return {lemma(p) for p in parts if p}
+    parts = _SEPARATORS.split(DIGITS.sub("_", CAMEL.sub("_", identifier)))
+    return frozenset(lemma(p) for p in parts if p)
 
 
 def phrases(text: str, max_words: int = 3) -> list[str]:
