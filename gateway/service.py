@@ -35,11 +35,10 @@ from gateway.auth import ANONYMOUS, Authenticator, Principal, scopes
 from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
-from gateway.context.search import active_guideline, rules_summary, search_schema
+from gateway.context.search import active_guideline, describe_schema, rules_summary, search_schema
 from gateway.corrections import hand_over
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
-from gateway.execute.readable import readable, restrict
 from gateway.feedback import FeedbackIn, StoredFeedback, Verdict, audit_answer, store_of, submit
 from gateway.llm import open_llm
 from gateway.magic import lifecycle
@@ -49,7 +48,7 @@ from gateway.observability.logging import get_logger
 from gateway.ownership import Owner, owner_of, reviews
 from gateway.pipeline import Answer, Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
 from gateway.pipeline.verified import OnAttempt
-from gateway.rules import RulesRegistry, visible_schema
+from gateway.rules import RulesRegistry
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
 from gateway.settings import Settings
@@ -162,28 +161,24 @@ class Gateway:
             for t in self.state.targets.by_name.values() if principal.may_use(t.name)
         ]
 
-    async def schema(self, database: str, *, tables: Sequence[str] | None = None,
-                     principal: Principal = ANONYMOUS) -> dict[str, Any]:
-        """Tables, columns, types, keys and comments; what the rules hide is left out, and so is what the
-        principal's Postgres role may not read (gateway.execute.readable).
+    async def schema(self, database: str, *, tables: Sequence[str] | None = None, detail: str = "auto",
+                     limit: int = 100, offset: int = 0, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """One page of tables with columns, types, keys and comments; what the rules hide is left out, and so
+        is what the principal's Postgres role may not read (the context stage's cached view of the schema,
+        gateway.context.search.describe_schema: no introspection per call).
 
-        ``tables``: only these (by name, or ``schema.name``); unknown names are simply absent. Raises
-        ``unknown_database``, ``forbidden`` (not in the principal's list), ``unknown_pg_role`` or
+        ``tables``: only these (by name, or ``schema.name``); unknown names are simply absent. ``detail``:
+        ``tables`` (names, kinds, comments: a first look at a large database), ``full``, or ``auto`` (full for
+        a page of at most 50 tables). ``limit`` tables from ``offset``; the answer's ``next_offset`` pages on.
+        Raises ``unknown_database``, ``forbidden`` (not in the principal's list), ``unknown_pg_role`` or
         ``database_unavailable``.
         """
         self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self.state
-        target = state.target(database)
-        found = await introspect(target)
-        if principal.pg_role is not None:
-            found = restrict(found, await readable(target, principal.pg_role))
-        schema = visible_schema(found, state.ruleset(database)).as_dict()
-        if tables:
-            wanted = {name.lower() for name in tables}
-            schema["tables"] = [t for t in schema.get("tables", [])
-                                if t["name"].lower() in wanted or f"{t['schema']}.{t['name']}".lower() in wanted]
-        return schema
+        return await describe_schema(state.schemas, state.settings.context, state.target(database),
+                                     state.ruleset(database), tables=list(tables) if tables else None,
+                                     detail=detail, limit=limit, offset=offset, role=principal.pg_role)
 
     # --- SQL a client wrote ---------------------------------------------------------------------------
 

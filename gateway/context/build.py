@@ -155,8 +155,10 @@ def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _P
         reader = frozenset(name.lower() for name in snapshot.row_secured) | filtered
         dependent = Redactor(RuleSet(rules.database, hidden_tables=reader), snapshot.full)
     words = table_words(schema.tables, values, rules.table_descriptions)
-    prepared = _Prepared(rules, sample_values, schema, redact, values, Renderer(schema, values, sample_values, redact),
-                         neighbours(schema.tables), ValueIndex.of(values), words, TableIndex.of(words), policy, {} if scoped else None, [] if scoped else None, dependent)
+    prepared = _Prepared(rules, sample_values, schema, redact, values,
+                         Renderer(schema, values, sample_values, redact), neighbours(schema.tables),
+                         ValueIndex.of(values), words, TableIndex.of(words), policy,
+                         {} if scoped else None, [] if scoped else None, dependent)
     snapshot.prepared = prepared
     return prepared
 

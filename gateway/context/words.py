@@ -22,7 +22,7 @@ QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|“([^”]{1,80})”")
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 DIGITS = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")  # 'asset1341' -> 'asset', '1341'
 _SEPARATORS = re.compile(r"[_\W]+")
-IDENTIFIER = re.compile(r"[\w.]*[_.][\w.]*")  # a name as written, with '_' or '.': 'account_asset_1341' 
+IDENTIFIER = re.compile(r"[\w.]*[_.][\w.]*")  # a name as written, with '_' or '.': 'account_asset_1341'
 
 STOPWORDS = frozenset([
     "a", "about", "above", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",

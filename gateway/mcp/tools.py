@@ -56,6 +56,11 @@ class DatabaseArg(_Args):
 
 class DescribeArgs(DatabaseArg):
     tables: list[str] | None = Field(default=None, description="Only these tables (name or schema.name).")
+    detail: Literal["auto", "tables", "full"] = Field(default="auto", description="tables: names and comments "
+                                                      "only; full: with columns and keys; auto: full for up to "
+                                                      "50 tables.")
+    limit: int = Field(default=100, ge=1, le=1000, description="Tables per page.")
+    offset: int = Field(default=0, ge=0, description="The previous page's next_offset.")
 
 
 class SearchArgs(DatabaseArg):
@@ -115,7 +120,7 @@ class ToolSpec:
     def tool(self) -> types.Tool:
         return types.Tool(
             name=self.name, title=self.title, description=self.description,
-            input_schema=self.args.model_json_schema(), output_schema=self.output,
+            input_schema=compact_schema(self.args.model_json_schema()), output_schema=shallow(self.output),
             annotations=types.ToolAnnotations(
                 title=self.title, read_only_hint=self.read_only, destructive_hint=False,
                 # feedback is idempotent per request and client: the same call again changes nothing
@@ -124,6 +129,33 @@ class ToolSpec:
                 open_world_hint=False,
             ),
         )
+
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON schema without pydantic's generated ``title`` of each object and property: a client's model
+    reads every tools/list in its context window, and the titles only repeat the property names."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in {"properties", "$defs"} and isinstance(value, dict):
+            out[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = compact_schema(value)
+    return out
+
+
+def shallow(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema as tools/list shows it: the top level's properties with their types (and enums),
+    without the shape of nested objects and arrays, which the text content describes anyway; what the
+    client validates structuredContent against stays true, only less detailed."""
+    properties = {name: {k: v for k, v in sub.items() if k in {"type", "enum"}}
+                  for name, sub in schema.get("properties", {}).items()}
+    return {"type": "object", "properties": properties, "required": list(schema.get("required", []))}
 
 
 # --- output schemas (what structuredContent holds) ----------------------------------------------------
@@ -144,8 +176,9 @@ def _object(required: list[str], **properties: Any) -> dict[str, Any]:
 
 DATABASES_OUT = _object(["databases"], databases={"type": "array", "items": _object(
     ["name"], name=_STR, description=_NSTR, max_rows=_INT, statement_timeout_ms=_INT)})
-SCHEMA_OUT = _object(["database", "tables"], database=_STR, tables={"type": "array", "items": _object(
-    ["schema", "name", "columns"], schema=_STR, name=_STR, kind=_STR, comment=_NSTR, estimated_rows=_INT,
+SCHEMA_OUT = _object(["database", "tables"], database=_STR, detail=_STR, total=_INT, offset=_INT,
+                     next_offset={"type": ["integer", "null"]}, tables={"type": "array", "items": _object(
+    ["schema", "name"], schema=_STR, name=_STR, kind=_STR, comment=_NSTR, estimated_rows=_INT,
     columns={"type": "array", "items": _OBJ}, primary_key={"type": "array", "items": _STR},
     foreign_keys={"type": "array", "items": _OBJ})})
 SEARCH_OUT = _object(["database", "tables", "columns", "values"], database=_STR,
@@ -180,9 +213,11 @@ async def list_databases(call: Call, _: NoArgs) -> types.CallToolResult:
 
 
 async def describe_schema(call: Call, args: DescribeArgs) -> types.CallToolResult:
-    schema = await call.gateway.schema(args.database, tables=args.tables, principal=call.principal)
-    return ok(f"Schema of {args.database}: {len(schema.get('tables', []))} table(s) (hidden ones left out).",
-              schema, label="schema")
+    schema = await call.gateway.schema(args.database, tables=args.tables, detail=args.detail, limit=args.limit,
+                                       offset=args.offset, principal=call.principal)
+    more = f"; more from offset {schema['next_offset']}" if schema["next_offset"] is not None else ""
+    return ok(f"Schema of {args.database}: {len(schema['tables'])} of {schema['total']} table(s), "
+              f"{schema['detail']} (hidden ones left out){more}.", schema, label="schema")
 
 
 async def search_schema(call: Call, args: SearchArgs) -> types.CallToolResult:
@@ -245,12 +280,14 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("list_databases", "List databases", "The databases this API key may query, with their row and "
              "time limits.", NoArgs, DATABASES_OUT, "/v1/databases", Operation.SCHEMA, list_databases),
     ToolSpec("describe_schema", "Describe a database's schema", "Tables and views with columns, types, "
-             "primary and foreign keys and comments. Tables and columns the DBA's rules hide are left out "
-             "(and refused in SQL).", DescribeArgs, SCHEMA_OUT, "/v1/databases/{name}/schema", Operation.SCHEMA,
+             "keys and comments, a page at a time; on a large database list tables first (detail=tables) or "
+             "use search_schema, then describe the chosen tables. Hidden tables and columns are left out.",
+             DescribeArgs, SCHEMA_OUT, "/v1/databases/{name}/schema", Operation.SCHEMA,
              describe_schema),
-    ToolSpec("search_schema", "Search tables, columns and values", "Tables and columns whose name or comment "
-             "matches the words, and stored values (of low-cardinality text columns) that match them, spelled as "
-             "the database stores them: use these literals in filters.", SearchArgs, SEARCH_OUT,
+    ToolSpec("search_schema", "Search tables, columns and values", "Tables (best first) and columns whose "
+             "names, comments or values match the words, and stored values spelled as the database stores "
+             "them: use these literals in filters.",
+             SearchArgs, SEARCH_OUT,
              "/v1/databases/{name}/schema", Operation.SCHEMA, search_schema),
     ToolSpec("check_sql", "Check SQL without running it", "The static safety verdict (read-only, allowed "
              "functions and catalogs, hidden columns, complexity): allowed, codes and findings.", CheckArgs,
