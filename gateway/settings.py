@@ -358,9 +358,10 @@ class ContextSettings(BaseModel):
 
     schema_ttl_s: float = Field(default=300.0, gt=0, description="Seconds an introspected schema (and its "
                                 "sample values) is reused before it is read again.")
-    refresh_timeout_s: float = Field(default=15.0, gt=0, description="Longest a schema refresh (introspection "
-                                     "and sample values) may take; beyond it the refresh fails and the last "
-                                     "snapshot keeps serving.")
+    refresh_timeout_s: float = Field(default=60.0, gt=0, description="Longest a schema refresh (introspection, "
+                                     "sample values and the context's indexes) may take; beyond it the refresh "
+                                     "fails and the last snapshot keeps serving. A refresh runs in the "
+                                     "background; a database of 10,000 tables takes 10-30 s on 2 cores.")
     stale_wait_s: float = Field(default=1.0, ge=0, description="Longest a question waits for a schema refresh "
                                 "when an older snapshot exists; beyond it the question uses the older one.")
     schema_check_s: float = Field(default=10.0, ge=0, description="Seconds between cheap checks of a database's "
