@@ -22,6 +22,8 @@ the environment, a scripted LLM answering at once in a process of its own):
 - ``ready s``: from starting the process to the first answered ``POST /v1/sql``;
 - ``first q s``: the first ``POST /v1/ask`` right after that (schema not read yet), wall time;
 - ``RSS MiB``: the server's resident memory after every question was asked once (schema loaded);
+- ``change s``: (in this process, after the context runs) a table created in the running database, the
+  seconds until a question's context contains it, without a restart (``context.schema_check_s`` 10 s);
 
 and, with the gateway's state in this process (its real lifespan), the context stage alone
 (``build_context``) over every question: ``cold`` the first time each is asked, ``warm`` the second time
@@ -321,6 +323,7 @@ class ContextRun:
     recall: float
     precision: float
     by_kind: dict[str, float]
+    change_s: float
 
 
 async def run_context(dsn: str, llm_url: str, tmp: Path, budget: int, questions: list[Question]) -> ContextRun:
@@ -362,9 +365,25 @@ async def run_context(dsn: str, llm_url: str, tmp: Path, budget: int, questions:
                     schema_tokens.append(estimate_tokens(ctx.schema_text))
                     hits.setdefault(q.kind, []).append(q.expected <= kept)
                     precision.append(len(q.expected & kept) / max(len(kept), 1))
+        # A table added to the running database: how long until a question's context holds it.
+        admin = await asyncpg.connect(os.environ.get("SCALE_ADMIN_DSN") or dsn)
+        try:
+            await admin.execute("CREATE TABLE quokka_sighting_77 (id bigint PRIMARY KEY, seen_at date); "
+                                f"GRANT SELECT ON quokka_sighting_77 TO {READER}")
+        finally:
+            await admin.close()
+        t0 = time.perf_counter()
+        while True:
+            ctx = await build_context(state, settings.context, target, rules, "How many quokka sightings 77?", None)
+            if "quokka_sighting_77" in ctx.tables:
+                break
+            if time.perf_counter() - t0 > 600:
+                raise SystemExit("the added table did not reach the context within 600 s")
+            await asyncio.sleep(0.2)
+        change_s = time.perf_counter() - t0
     everything = [h for found in hits.values() for h in found]
     return ContextRun(cold, warm, tokens, schema_tokens, sum(everything) / len(everything),
-                      statistics.mean(precision), {k: sum(v) / len(v) for k, v in hits.items()})
+                      statistics.mean(precision), {k: sum(v) / len(v) for k, v in hits.items()}, change_s)
 
 
 def _p(samples: list[float], q: float) -> float:
@@ -395,6 +414,7 @@ def main() -> None:
                 served = run_server(dsn, llm_url, tmp, args.budget, questions)
                 print(f"# {n}: ready {served.ready_s:.2f} s, first question {served.first_s:.2f} s",
                       file=sys.stderr, flush=True)
+                os.environ["SCALE_ADMIN_DSN"] = derive_dsn(server.admin_dsn, database=f"scale_{n}")
                 context = asyncio.run(run_context(dsn, llm_url, tmp, args.budget, questions))
                 rows.append((n, built, served, context))
         finally:
@@ -402,8 +422,8 @@ def main() -> None:
     print(f"{args.questions} questions per size (exact names, spaced words, comment synonyms, values, joins); "
           f"context.token_budget {args.budget}; tokens estimated at 4 characters each\n")
     print("| tables | ready s | first q s | RSS MiB | context ms cold p50/p99 | warm p50/p99 | prompt tokens "
-          "p50/max | schema tokens max | recall | precision | recall by kind |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "p50/max | schema tokens max | recall | precision | recall by kind | change s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     base_rss = rows[0][2].rss_mb if rows else 0.0
     for n, _, s, c in rows:
         kinds = ", ".join(f"{k} {v:.0%}" for k, v in c.by_kind.items())
@@ -412,7 +432,7 @@ def main() -> None:
               f"{statistics.median(c.cold):.1f} / {_p(c.cold, 0.99):.1f} | "
               f"{statistics.median(c.warm):.1f} / {_p(c.warm, 0.99):.1f} | "
               f"{statistics.median(c.tokens):.0f} / {max(c.tokens)} | {max(c.schema_tokens)} | {c.recall:.0%} | "
-              f"{c.precision:.0%} | {kinds} |")
+              f"{c.precision:.0%} | {kinds} | {c.change_s:.1f} |")
 
 
 if __name__ == "__main__":

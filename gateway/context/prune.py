@@ -115,9 +115,9 @@ class TableIndex:
         for table in hinted:
             scores[table] = scores.get(table, 0.0) + HINTED * self.rare
         for identifier in spelled:
-            table = self.names.get(identifier)
-            if table is not None:
-                scores[table] = scores.get(table, 0.0) + NAMED * self.rare
+            named = self.names.get(identifier)
+            if named is not None:
+                scores[named] = scores.get(named, 0.0) + NAMED * self.rare
         return scores
 
 
