@@ -38,6 +38,7 @@ RUN groupadd --system --gid 10001 nl2sql \
 COPY --from=builder /opt/venv /opt/venv
 # Rules and guidelines from the repository are the defaults; compose and Kubernetes mount their own.
 COPY --chown=10001:10001 rules /srv/nl2sql-gateway/rules
+COPY --chown=10001:10001 semantic /srv/nl2sql-gateway/semantic
 COPY --chown=10001:10001 guidelines /srv/nl2sql-gateway/guidelines
 COPY deploy/config/image.toml /etc/nl2sql-gateway/nl2sql-gateway.toml
 WORKDIR /srv/nl2sql-gateway

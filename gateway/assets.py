@@ -1,4 +1,5 @@
-"""Files that ship with the gateway but live at the top of the repository: ``rules/`` and ``guidelines/``.
+"""Files that ship with the gateway but live at the top of the repository: ``rules/``, ``guidelines/`` and
+``semantic/``.
 
 They stay top-level folders in a checkout so that DBAs edit them where they expect them. A wheel carries
 them as data files under ``<prefix>/share/nl2sql-gateway/`` (``[tool.setuptools.data-files]`` in
@@ -13,10 +14,10 @@ import sysconfig
 from pathlib import Path
 from typing import Literal
 
-Asset = Literal["rules", "guidelines"]
+Asset = Literal["rules", "guidelines", "semantic"]
 SHARE = Path("share") / "nl2sql-gateway"
 # one file that must be there, so that an unrelated folder of the same name is never taken for ours
-MARKERS: dict[Asset, str] = {"rules": "demo.yaml", "guidelines": "default.md"}
+MARKERS: dict[Asset, str] = {"rules": "demo.yaml", "guidelines": "default.md", "semantic": "demo.yaml"}
 
 
 def shipped_dir(asset: Asset) -> Path:

@@ -111,22 +111,34 @@ class RateLimits:
         if principal.key_id is None and principal.user is None:
             self.check("addr:" + address)
 
+    async def admit(self, principal: Principal, address: str) -> None:
+        """:meth:`check_principal`, awaited where limits may be shared (gateway.shared_limits overrides it)."""
+        self.check_principal(principal, address)
+
+    def limiter(self, role: str | None, user: bool) -> RateLimiter:
+        return self.users if user else self.by_role.get(role, self.default) if role else self.default
+
     def check(self, key: str, role: str | None = None, *, user: bool = False) -> None:
         """Take a token for ``key``; raises :class:`errors.TooManyRequests` with ``Retry-After``."""
-        limiter = self.users if user else self.by_role.get(role, self.default) if role else self.default
+        limiter = self.limiter(role, user)
         wait = limiter.take(key)
         if wait > 0:
-            metrics.REJECTED.labels("rate_limited").inc()
-            setting = ("backpressure.user_rate_per_s" if user else f"backpressure.roles.{role}"
-                       if role in self.by_role else "backpressure.rate_per_s")
-            who = "user" if key.startswith("user:") else "API key" if role else "client"
-            error = errors.TooManyRequests(
-                f"rate limit of {limiter.rate:g} requests/s (burst {limiter.burst:g}) reached for this "
-                f"{who}; retry after {wait:.2f} s ({setting})",
-                retry_after_s=round(wait, 3),
-            )
-            error.retry_after = max(1, math.ceil(wait))  # type: ignore[misc]  # the header wants whole seconds
-            raise error
+            raise self.refusal(limiter, wait, key, role, user=user)
+
+    def refusal(self, limiter: RateLimiter, wait: float, key: str, role: str | None, *,
+                user: bool) -> errors.TooManyRequests:
+        """The 429 for ``key``'s empty bucket, counted."""
+        metrics.REJECTED.labels("rate_limited").inc()
+        setting = ("backpressure.user_rate_per_s" if user else f"backpressure.roles.{role}"
+                   if role in self.by_role else "backpressure.rate_per_s")
+        who = "user" if key.startswith("user:") else "API key" if role else "client"
+        error = errors.TooManyRequests(
+            f"rate limit of {limiter.rate:g} requests/s (burst {limiter.burst:g}) reached for this "
+            f"{who}; retry after {wait:.2f} s ({setting})",
+            retry_after_s=round(wait, 3),
+        )
+        error.retry_after = max(1, math.ceil(wait))  # type: ignore[misc]  # the header wants whole seconds
+        return error
 
 
 class Strangers:

@@ -12,10 +12,18 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import extras, safety
-from gateway.quickstart import apply_dsn_options, parse_dsn_option
+from gateway.cli_style import CLI_STYLE
+from gateway.quickstart import (
+    apply_dsn_options,
+    check_exposure_of_dsn,
+    parse_dsn_option,
+    password_warning,
+    reach_dsn_databases,
+)
 from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path, load_settings
 
 app = typer.Typer(
+    **CLI_STYLE,
     name="nl2sql-gateway",
     help="A read-only SQL gateway between natural-language clients and PostgreSQL.",
     no_args_is_help=True,
@@ -42,8 +50,9 @@ def _every_command(
     """A read-only SQL gateway between natural-language clients and PostgreSQL."""
     from gateway.observability.logging import configure_logging
 
-    # stdout carries each command's machine-readable output (JSON, JSONL, tokens); logs go to stderr.
-    configure_logging("INFO", json_logs=True)
+    # stdout carries each command's machine-readable output (JSON, JSONL, tokens); logs go to stderr, as
+    # readable lines on a terminal and JSON lines otherwise.
+    configure_logging("INFO", json_logs=None)
 
 
 ConfigOption = Annotated[
@@ -76,8 +85,9 @@ def serve(
     dsn: Annotated[list[str] | None, typer.Option(
         "--dsn", metavar="[NAME=]postgresql://...",
         help="Serve this database (repeatable; NAME defaults to the DSN's database) instead of the configured "
-             "ones, with access control off and on loopback only: no config file or store needed. A password "
-             "can come from PGPASSWORD.")] = None,
+             "ones, with access control off and on loopback only: no config file or store needed. Each is "
+             "connected to before the start. Keep the password out of the URL (ps shows it): PGPASSWORD or "
+             "~/.pgpass.")] = None,
     llm_model: Annotated[str | None, typer.Option(help="LLM model for /v1/ask (llm.model).")] = None,
     llm_base_url: Annotated[str | None, typer.Option(
         help="OpenAI-compatible endpoint (llm.base_url; OPENAI_BASE_URL also works). The key comes from "
@@ -91,6 +101,12 @@ def serve(
         _no_databases(config)
     if host is not None:
         settings.server.host = host
+    if dsn:
+        _or_exit(check_exposure_of_dsn, settings.server.host)
+        warning = password_warning(dsn)
+        if warning:
+            typer.echo(warning, err=True)
+        _or_exit(reach_dsn_databases, settings, dsn)
     if port is not None:
         settings.server.port = port
     if workers is not None:
@@ -267,16 +283,41 @@ def mcp(
         "--api-key", envvar="NL2SQL_API_KEY",
         help="Act as this API key (its role, databases and Postgres role) instead of as the local user with "
              "every right; needs auth.enabled and a store.")] = None,
+    dsn: Annotated[list[str] | None, typer.Option(
+        "--dsn", metavar="[NAME=]postgresql://...",
+        help="Serve this database (repeatable; NAME defaults to the DSN's database) instead of the configured "
+             "ones, as serve --dsn does: no config file or store needed. The password comes from PGPASSWORD "
+             "in the client's env.")] = None,
+    print_config: Annotated[bool, typer.Option(
+        "--print-config", help="Print the mcpServers entry (Claude Desktop, Cursor) that starts this command, "
+                               "with the database password and LLM settings in its env, and exit.")] = False,
 ) -> None:
     """Serve MCP (Model Context Protocol) on stdin/stdout, for desktop assistants and IDEs that start it.
 
-    Tools: list_databases, describe_schema, search_schema, check_sql, run_sql, ask, give_feedback; resources:
-    each database's schema, rules summary and active guideline. stdout carries only the protocol; logs go to
-    stderr. The HTTP server offers the same over streamable HTTP at /mcp.
+    Tools: list_databases, describe_schema, search_schema, check_sql, run_sql, ask (only with an LLM),
+    give_feedback; resources: each database's schema, rules summary and active guideline, and the answer view
+    MCP Apps clients show. stdout carries only the protocol; logs go to stderr. The HTTP server offers the same
+    over streamable HTTP at /mcp.
     """
     settings = _settings(config)
-    if not settings.databases:
+    if dsn:
+        _or_exit(apply_dsn_options, settings, dsn)
+        if any(d.password is not None for d in settings.databases.values()) and not print_config:
+            typer.echo("warning: a password in --dsn is visible in the process list; leave it out and put it in "
+                       "the MCP client's env as PGPASSWORD (see mcp --print-config)", err=True)
+    elif not settings.databases:
         _no_databases(config)
+    if print_config:
+        from gateway.mcp.desktop import advice, client_config, client_entry
+
+        entry = client_entry(settings, dsn, config or config_path(), api_key=api_key is not None)
+        llm = settings.llm
+        has_llm = bool((llm.model or any(d.ask.model for d in settings.databases.values()))
+                       and (llm.base_url or llm.api_key))
+        typer.echo(json.dumps(client_config(entry), indent=2))
+        for line in advice(entry, has_llm):
+            typer.echo(line, err=True)
+        return
     from gateway import errors
     from gateway.mcp.stdio import serve_stdio
     from gateway.observability.logging import configure_logging
@@ -353,6 +394,11 @@ from gateway.rules.cli import app as rules_app  # noqa: E402 - sub-apps are regi
 app.add_typer(rules_app, name="rules", help="Check the DBA rule files (rules/<database>.yaml) against the live "
               "schema.")
 
+from gateway.semantic.cli import app as semantic_app  # noqa: E402
+
+app.add_typer(semantic_app, name="semantic", help="Check, show and import semantic models (semantic/<database>"
+              ".yaml): metrics, dimensions, synonyms.")
+
 from gateway.auth import cli as keys_cli  # noqa: E402
 
 keys_cli.load = _settings
@@ -374,6 +420,11 @@ from gateway.store import examples_cli  # noqa: E402
 
 examples_cli.load = _settings
 app.add_typer(examples_cli.app, name="examples")
+
+from gateway import templates_cli  # noqa: E402
+
+templates_cli.load = _settings
+app.add_typer(templates_cli.app, name="templates")
 
 
 def main() -> None:

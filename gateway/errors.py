@@ -171,6 +171,33 @@ class RulesUnavailable(GatewayError):
     code, status, title, retry_after = "rules_unavailable", 503, "The database's rules cannot be read", 5
 
 
+class RulesInvalid(GatewayError):
+    """A rules edit from the console that ``rules check`` would reject; ``extra['problems']`` lists them
+    (file, line, message). Nothing was written."""
+
+    code, status, title = "rules_invalid", 422, "The rules edit does not pass rules check"
+
+
+class RulesReadOnly(GatewayError):
+    """The rules folder cannot be written by the gateway (a read-only mount, a ConfigMap): edit the files
+    where they are kept. ``extra['folder']`` names it."""
+
+    code, status, title = "rules_read_only", 409, "The rules folder is read-only"
+
+
+class SemanticUnavailable(GatewayError):
+    """The database's semantic model files cannot be read and no good model was loaded before: metric
+    questions are refused rather than answered from a half-read model (``semantic check`` says why)."""
+
+    code, status, title, retry_after = "semantic_unavailable", 503, "The database's semantic model cannot be read", 5
+
+
+class SemanticQueryInvalid(GatewayError):
+    """A metric query names a metric or dimension the semantic model lacks, or asks what it cannot compute."""
+
+    code, status, title = "semantic_query_invalid", 422, "The metric query does not fit the semantic model"
+
+
 class Overloaded(GatewayError):
     code, status, title, retry_after = "overloaded", 503, "Gateway overloaded", 1
 
@@ -263,6 +290,30 @@ class ExampleAlreadyReviewed(GatewayError):
     code, status, title = "example_already_reviewed", 409, "The example was already reviewed"
 
 
+class UnknownTemplate(NotFound):
+    """No template by that name that this caller may use (another database's, or one reading what the
+    caller may not read, answers the same: a key learns nothing about templates outside its reach)."""
+
+    code, title = "unknown_template", "Unknown template"
+
+
+class TemplateInvalid(GatewayError):
+    """A template definition the gateway cannot use; ``detail`` says what to change."""
+
+    code, status, title = "template_invalid", 422, "The template definition is not valid"
+
+
+class TemplateExists(GatewayError):
+    code, status, title = "template_exists", 409, "A template with this name exists"
+
+
+class TemplateValueInvalid(GatewayError):
+    """A template parameter's value its column cannot hold (or does not hold, for a text column with known
+    values); ``extra['suggestions']`` lists the closest values the caller may read."""
+
+    code, status, title = "template_value_invalid", 422, "Parameter value outside the column's domain"
+
+
 class UnknownGuidelineVersion(NotFound):
     code, title = "unknown_guideline_version", "Unknown guideline version"
 
@@ -272,6 +323,14 @@ class GuidelineGateFailed(GatewayError):
     or corrections (``reflection_replay``); ``extra['evaluation']`` holds the replay, ``method`` says which."""
 
     code, status, title = "guideline_gate_failed", 409, "Candidate guideline failed the activation gate"
+
+
+class GuidelineRegressed(GatewayError):
+    """The candidate is not worse overall, but a verified question answered right with the guideline in force
+    is answered wrong with it; ``extra['regressions']`` names each (question, reason, SQL before and after),
+    ``extra['report_id']`` the stored report (``GET /v1/guidelines/{version}/regressions``)."""
+
+    code, status, title = "guideline_regressed", 409, "Candidate guideline breaks a verified question"
 
 
 class GuidelineNeverActive(GatewayError):

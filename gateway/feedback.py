@@ -132,14 +132,17 @@ async def _submit(store: Store, databases: Databases, item: FeedbackIn) -> tuple
             raise _Raced
         correction_id = example_id = None
         reviewer = item.client_id if item.reviewer else None
-        if item.verdict == "correct" and entry.final_sql:
+        # A template's answer: its SQL has bind parameters ($1 ...), usable only as the template it already is;
+        # the verdict is kept (it counts in the suggestions), no example or correction is made of that SQL.
+        templated = any(isinstance(a, dict) and a.get("source") == "template" for a in entry.attempts or [])
+        if item.verdict == "correct" and entry.final_sql and not templated:
             await corrections.verify_for_request(conn, entry.request_id, entry.final_sql)
             example_id = await examples.add(conn, database=entry.database, question=entry.question,
                                             sql=entry.final_sql, source="feedback", request_id=entry.request_id,
                                             proposed_by=who.id, approved_by=reviewer, end_user=who.end_user,
                                             via=who.via)
         elif item.corrected_sql:
-            if entry.final_sql:  # without a wrong SQL there is nothing for MAGIC to learn from
+            if entry.final_sql and not templated:  # without a wrong SQL there is nothing for MAGIC to learn from
                 correction_id = await corrections.add(
                     conn, database=entry.database, question=entry.question, evidence=entry.evidence,
                     incorrect_sql=entry.final_sql, corrected_sql=item.corrected_sql, source="user", verified=True,

@@ -160,6 +160,13 @@ CODES: dict[str, Code] = _register(
          "(extra_functions)."),
     Code("rule_violation", "rules", "A required condition is missing from the SQL or a result check failed; "
          "`rule` names the rule.", reflectable=True),
+    # The semantic model's definitions (gateway.semantic.enforce): declared by the DBA like the rules.
+    Code("metric_definition_mismatch", "rules", "A column named as a metric (its name, label or a synonym) is "
+         "not computed as the semantic model defines it: another aggregation or measure expression, a missing "
+         "or added filter, a join off the declared relationships or one that repeats rows; `metric` and "
+         "`definition` say what it should be.", reflectable=True),
+    Code("default_filter_missing", "rules", "A read of a table lacks a required default filter of the semantic "
+         "model; `filter` names it and `sql` is the condition.", reflectable=True),
 )
 
 ALWAYS_REFLECT = frozenset(c.name for c in CODES.values() if c.always_reflects)

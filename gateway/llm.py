@@ -65,13 +65,15 @@ class LLMClient:
         model: str,
         temperature: float | None = None,
         deadline: float | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> LLMReply:
         """One completion; ``deadline`` is a ``time.monotonic()`` instant the call must end by.
 
         Raises :class:`errors.LLMUnavailable` (endpoint down, 5xx, 429 or timeouts after the retries),
         :class:`errors.DeadlineExceeded` (the request's time budget ran out first) or
         :class:`errors.LLMBadOutput` (a 200 answer without a message); :class:`errors.Overloaded` when
-        ``llm.max_queued`` calls already wait for a slot.
+        ``llm.max_queued`` calls already wait for a slot. ``response_format``: structured output (a JSON
+        schema), passed on as the openai SDK's ``response_format``.
         """
         started = time.monotonic()
         temperature = self.settings.temperature if temperature is None else temperature
@@ -96,10 +98,11 @@ class LLMClient:
                     async with asyncio.timeout(timeout):
                         async with self._slots.slot():
                             in_flight = True
-                            response = await self.pools.chat(
-                                {"model": model, "messages": messages, "temperature": temperature},
-                                timeout=timeout,
-                            )
+                            body: dict[str, Any] = {"model": model, "messages": messages,
+                                                    "temperature": temperature}
+                            if response_format is not None:
+                                body["response_format"] = response_format
+                            response = await self.pools.chat(body, timeout=timeout)
                     reply = _reply(response, model, started)
                     outcome = "ok"
                     metrics.LLM_TOKENS.labels(purpose, "prompt").inc(reply.prompt_tokens)

@@ -9,7 +9,7 @@ learns nothing about databases outside its reach) or ``example_already_reviewed`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from gateway import errors
 from gateway.observability.logging import get_logger
@@ -27,6 +27,14 @@ async def listing(store: Store, status: ExampleStatus | None, database: str | No
     """Examples in ``status`` (all when None), oldest first, of the databases the caller may use."""
     found = await examples.list_by_status(store.pool, status, database, limit=limit)
     return [e for e in found if may_use(e.database)]
+
+
+async def with_context(store: Store, found: list[StoredExample]) -> list[dict[str, Any]]:
+    """Each example as a dict, with the analyst's verdict and note and the original answer's SQL, status and
+    row count beside it (see :func:`gateway.store.examples.review_context`; null where there is none)."""
+    context = await examples.review_context(store.pool, [e.id for e in found]) if found else {}
+    empty = {"verdict": None, "note": None, "original_sql": None, "original_status": None, "original_row_count": None}
+    return [{**e.as_dict(), **context.get(e.id, empty)} for e in found]
 
 
 async def decide(store: Store, example_id: int, decision: Decision, *, reviewer: str, note: str | None,

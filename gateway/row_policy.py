@@ -87,33 +87,34 @@ def explain_refused(sql: str, claims: Sequence[tuple[str, str]], verdict: safety
 
 
 async def filtered(databases: Databases, database: str, sql: str, claims: Sequence[tuple[str, str]],
-                   verdict: safety.Verdict | None = None) -> Filtered:
+                   verdict: safety.Verdict | None = None, bound: Sequence[str] = ()) -> Filtered:
     """``sql``, which the safety check allowed (``verdict``, when the caller has it), as it must run for a
-    caller with ``claims``."""
+    caller with ``claims``; ``bound``: the values of its own ``$1 ...`` (a template's parameters), which
+    come first in the args."""
     if verdict is None:
         verdict = safety.Verdict(sql, (), "select")
     refused = explain_refused(sql, claims, verdict)
     if refused is not None:
-        return Filtered(sql, (), refused, False)
+        return Filtered(sql, tuple(bound), refused, False)
     if not verdict.allowed or not has_row_filters(databases, database):
-        return Filtered(sql, (), verdict, False)
-    return filter_with(databases, database, sql, claims, await relations(databases, database))
+        return Filtered(sql, tuple(bound), verdict, False)
+    return filter_with(databases, database, sql, claims, await relations(databases, database), bound)
 
 
 def filter_with(databases: Databases, database: str, sql: str, claims: Sequence[tuple[str, str]],
-                known: Sequence[Relation] | None) -> Filtered:
+                known: Sequence[Relation] | None, bound: Sequence[str] = ()) -> Filtered:
     """The rewrite and the verdict on its text; raises ``row_policy_claim_missing``. A refusal is a verdict
     with a ``row_filter_unenforceable`` finding (position in ``sql``)."""
     rules = databases.ruleset(database)
     try:
         out = rewrite(sql, rules.row_filters, dict(claims), known, hidden=rules.is_hidden_column,
-                      functions=rules.extra_functions)
+                      functions=rules.extra_functions, bound=bound)
     except Unenforceable as exc:
         finding = Finding("row_filter_unenforceable", str(exc), None, char_offset(sql, exc.position))
-        return Filtered(sql, (), safety.Verdict(sql, (finding,)), False)
+        return Filtered(sql, tuple(bound), safety.Verdict(sql, (finding,)), False)
     except ClaimMissing as exc:
         raise errors.RowPolicyClaimMissing(str(exc), claim=exc.claim, table=exc.table) from None
     if not out.filtered:
-        return Filtered(sql, (), safety.check(sql, databases.policy(database)), False)
+        return Filtered(sql, tuple(bound), safety.check(sql, databases.policy(database)), False)
     # The whole check again, on the text that runs: the rewrite must not be what lets something through.
     return Filtered(out.sql, out.args, safety.check(out.sql, databases.policy(database)), True)

@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import gc
 import secrets
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gateway import __version__, masking, row_policy, safety
-from gateway.auth import ANONYMOUS, Authenticator, Principal, scopes
+from gateway import __version__, errors, masking, promote, row_policy, safety
+from gateway.auth import ANONYMOUS, Authenticator, Principal, Role, scopes
 from gateway.auth.scopes import Operation
 from gateway.backpressure import RateLimits
 from gateway.client_sql import SqlOutcome, check_sql, run_client_sql, verdict_view
@@ -47,14 +50,26 @@ from gateway.magic.wiring import open_feedback_store
 from gateway.observability.logging import get_logger
 from gateway.ownership import Owner, owner_of, reviews
 from gateway.pipeline import Answer, Question, Thread, ask, ask_events, corrections_of, llm_for, open_thread
+from gateway.pipeline.loop import ask_template
+from gateway.pipeline.trusted import checked_values
+from gateway.pipeline.trusted import domain as trusted_domain
+from gateway.pipeline.trusted import forget as forget_templates
+from gateway.pipeline.trusted import templates_of as trusted_templates
 from gateway.pipeline.verified import OnAttempt
 from gateway.rules import RulesRegistry
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
+from gateway.semantic.compile import MetricQuery
 from gateway.settings import Settings
+from gateway.shared_limits import SharedRateLimits
 from gateway.state import GatewayState
-from gateway.store import guidelines
+from gateway.store import guidelines, regressions
+from gateway.store import templates as templates_store
+from gateway.store.changes import ChangeFeed
 from gateway.store.guidelines import GuidelineEvent, GuidelineVersion
+from gateway.store.pool import store_faults
+from gateway.store.regressions import StoredReport
+from gateway.templates import match_question
 
 __all__ = ["Gateway"]
 
@@ -114,15 +129,29 @@ class Gateway:
                                     state_dir=settings.rules_state_dir or default_state_dir(settings.rules_dir))
         for name in targets.by_name:  # loaded now: start-up says what is served, and the good sets are saved
             state.rules.status(name)
+        if settings.semantic_dir is not None:  # metrics, dimensions, synonyms; reloaded like the rules
+            from gateway.semantic import SemanticRegistry
+
+            saved = (settings.rules_state_dir or default_state_dir(settings.rules_dir)) / "semantic"
+            state.semantic = SemanticRegistry(settings.semantic_dir, state_dir=saved)
+            stack.callback(state.semantic.close)
         masking.install(targets.by_name, state.policy)  # database errors lose hidden names as they become errors
         state.auth = Authenticator(settings.auth, lambda: state.store)  # API keys, looked up in the store
         stack.push_async_callback(state.auth.aclose)  # its connections to the authorization server, if any
-        state.rate_limits = RateLimits(settings.backpressure)  # per key (or address), in memory per replica
+        # per key (or address), in memory per process; with backpressure.shared, key and user buckets in the store
+        state.rate_limits = (SharedRateLimits(settings.backpressure, lambda: state.store)
+                             if settings.backpressure.shared else RateLimits(settings.backpressure))
         # None when no endpoint is configured: asking then answers llm_not_configured
         state.llm = await stack.enter_async_context(open_llm(settings.llm))
         await stack.enter_async_context(open_feedback_store(state))  # store.dsn: feedback, guidelines, MAGIC
+        if state.store is not None:  # what other replicas change reaches this one within a second
+            feed = ChangeFeed(settings.store, functools.partial(_changed, state))
+            await feed.start()
+            stack.push_async_callback(feed.close)
+            state.extras["changes"] = feed
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
         await _load_relations(state)
+        state.extras["started_at"] = time.time()  # uptime on the console's Status page (GET /v1/about)
         if settings.context.warm_start:  # in the background: serving starts now, /readyz tells the progress
             state.schemas.warm(targets.by_name.values(), state.ruleset)
         self._state = state
@@ -179,6 +208,62 @@ class Gateway:
         return await describe_schema(state.schemas, state.settings.context, state.target(database),
                                      state.ruleset(database), tables=list(tables) if tables else None,
                                      detail=detail, limit=limit, offset=offset, role=principal.pg_role)
+
+    async def starters(self, database: str, *, principal: Principal = ANONYMOUS) -> list[dict[str, str]]:
+        """Starter questions for ``database`` (see :mod:`gateway.starters`): ``question`` and ``source`` each.
+        Needs the ``ask`` scope and the database; a caller under a row policy gets none."""
+        from gateway.starters import starter_questions
+
+        self.check_scope(principal, Operation.ASK)
+        principal.check_database(database)
+        self.state.target(database)  # unknown_database
+        return [s.as_dict() for s in await starter_questions(self.state, database, role=principal.pg_role,
+                                                             claims=principal.claims)]
+
+    def about(self, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """What an operator checks first: ``version``, ``started_at`` and ``uptime_s``, whether a store is
+        configured, and the LLM: ``model`` and, for a dba or admin only, ``endpoint`` (scheme, host and port
+        of ``llm.base_url``: never a path, user or password; an internal host name is not an analyst's
+        business). ``llm`` is null when none is configured. ``latency``: this process's API latency per
+        10 s, the last ten minutes (:mod:`gateway.observability.latency`)."""
+        from urllib.parse import urlsplit
+
+        from gateway.auth import Role
+
+        self.check_scope(principal, Operation.SCHEMA)
+        state = self.state
+        started = float(state.extras.get("started_at", time.time()))
+        llm = state.settings.llm
+        out_llm: dict[str, Any] | None = None
+        if state.llm is not None:
+            out_llm = {"model": llm.model, "endpoint": None}
+            if principal.role.allows(Role.DBA):
+                parts = urlsplit(llm.base_url or "https://api.openai.com/v1")
+                port = f":{parts.port}" if parts.port else ""
+                out_llm["endpoint"] = f"{parts.scheme}://{parts.hostname}{port}" if parts.hostname else None
+        from gateway.observability.latency import HISTORY
+
+        return {"version": __version__, "started_at": datetime.fromtimestamp(started, UTC).isoformat(),
+                "uptime_s": round(time.time() - started, 1), "store": state.store is not None, "llm": out_llm,
+                "latency": HISTORY.points()}
+
+    # --- answer history (the console's history and permalinks) ------------------------------------------
+
+    async def history(self, *, limit: int = 50, principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        """The principal's own latest audited answers, newest first (question, database, status, SQL, when;
+        never rows). Raises ``store_not_configured`` without a store."""
+        from gateway import history
+
+        self.check_scope(principal, Operation.ASK)
+        return await history.recent(self.state, principal, limit)
+
+    async def audited_answer(self, request_id: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """One audited answer by request id, for its owner, or a dba/admin of its database without row-policy
+        values (see :mod:`gateway.history`); ``unknown_request`` for anyone else, as for an unknown id."""
+        from gateway import history
+
+        self.check_scope(principal, Operation.ASK)
+        return await history.one(self.state, principal, request_id)
 
     # --- SQL a client wrote ---------------------------------------------------------------------------
 
@@ -260,13 +345,16 @@ class Gateway:
         its owner (:meth:`owner`: the end user, else the API key; without either, ``client``, an
         ``X-Client-Id``-like name, or ``anonymous``): only the owner may give feedback on it or continue its
         conversation (``conversation_id``; without it the answer starts a new one). Fails with
-        ``llm_not_configured`` up front when no LLM can answer (unless verified examples may).
+        ``llm_not_configured`` up front when no LLM can answer (unless verified examples or templates may).
         """
         self.check_scope(principal, Operation.ASK)
         principal.check_database(database)
         state = self.state
         state.ruleset(database)  # rules_unavailable now, not once a stream has begun
-        if not state.settings.store.exact_match_answers:
+        # Without an LLM, verified examples (store.exact_match_answers) or templates may still answer: the
+        # question then fails with llm_not_configured only once neither did.
+        if not (state.settings.store.exact_match_answers
+                or (state.settings.templates.answer_questions and state.store is not None)):
             llm_for(state, state.target(database))
         owner = owner_of(principal, client)
         return Question(database, question, evidence, max_rows, request_id or secrets.token_hex(16),
@@ -333,15 +421,134 @@ class Gateway:
 
     async def activate(self, version: int, *, force: bool = False, actor: str = "python") -> GuidelineVersion:
         """Make ``version`` the active guideline of its scope (its database, or global). A candidate must first
-        pass the activation gate (not worse on held-out verified examples) unless ``force``;
-        ``guideline_gate_failed`` says why it did not."""
+        pass the regression replay (no verified question right before and wrong with it:
+        ``guideline_regressed`` names each) and the activation gate (not worse on held-out verified examples)
+        unless ``force``; ``guideline_gate_failed`` says why it did not."""
         return await lifecycle.activate(self.state, store_of(self.state.store), version, force=force, actor=actor)
+
+    async def regressions(self, version: int, *, limit: int = 20) -> list[StoredReport]:
+        """The regression replays of ``version`` (run before its activations), newest first:
+        ``.report['regressions']`` names each question right before and wrong with it, with the reason and
+        both SQLs; ``unknown_guideline_version`` when there is no such version."""
+        store = store_of(self.state.store)
+        await lifecycle.get(store, version)
+        return await regressions.for_version(store.pool, version, limit=limit)
 
     async def rollback(self, version: int | None = None, *, database: str | None = None,
                        actor: str = "python") -> GuidelineVersion:
         """Activate ``version``, or the scope's previously active version (``database``; None: global), without
         the gate."""
         return await lifecycle.rollback(self.state, store_of(self.state.store), version, database=database, actor=actor)
+
+    # --- trusted answers: templates (gateway.templates, gateway.promote) ---------------------------------
+
+    async def create_template(self, database: str, name: str, *, sql: str | None = None,
+                              parameters: Sequence[dict[str, Any]] = (), questions: Sequence[str] = (),
+                              description: str = "", example_id: int | None = None,
+                              principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """Promote a verified example (``example_id``, approved) or a DBA's SQL to a template; committed before
+        it returns. ``parameters``: ``[{"name", "column": "table.column", "default"}]``, ``$k`` in ``sql`` is
+        the k-th; ``questions``: example questions with ``{name}`` slots (or spelling the defaults). Needs a dba
+        or admin; raises ``template_invalid`` (what to change), ``template_value_invalid`` (a default),
+        ``template_exists``, ``unknown_example``, ``forbidden``."""
+        self.check_scope(principal, Operation.QUERY)
+        principal.check_role(Role.DBA)
+        principal.check_database(database)
+        state = self.state
+        state.ruleset(database)
+        q = Question(database, name, request_id=secrets.token_hex(16), role=principal.pg_role,
+                     claims=principal.claims)
+        return await promote.create(state, store_of(state.store), q, name=name, sql=sql,
+                                    parameters=[dict(p) for p in parameters], questions=list(questions),
+                                    description=description, example_id=example_id,
+                                    created_by=owner_of(principal).id if principal.user or principal.key_id
+                                    else principal.name, may_use=principal.may_use)
+
+    async def templates(self, database: str | None = None, *,
+                        principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        """The templates of ``database`` (all the principal may use without), by name: only those reading
+        nothing the principal may not read. A dba or admin also sees who made them and when; a caller under a
+        row policy sees no default values (they may spell another tenant's)."""
+        self.check_scope(principal, Operation.SCHEMA)
+        if database is not None:
+            principal.check_database(database)
+            self.state.target(database)
+        names = [database] if database is not None else [n for n in self.state.targets.by_name if principal.may_use(n)]
+        return await promote.listing(self.state, store_of(self.state.store), names, role=principal.pg_role,
+                                     claims=principal.claims, full=principal.role.allows(Role.DBA))
+
+    async def template(self, name: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """One template as :meth:`templates` shows it; ``unknown_template`` when the principal may not use it."""
+        self.check_scope(principal, Operation.SCHEMA)
+        template, row, dom = await promote.available(self.state, store_of(self.state.store), name,
+                                                     may_use=principal.may_use, role=principal.pg_role,
+                                                     claims=principal.claims)
+        return promote.view(template, dom, full=principal.role.allows(Role.DBA), saved=row,
+                            claims=bool(principal.claims))
+
+    async def delete_template(self, name: str, *, principal: Principal = ANONYMOUS) -> None:
+        """Delete a template (a dba or admin of its database); ``unknown_template`` when there is none."""
+        self.check_scope(principal, Operation.QUERY)
+        principal.check_role(Role.DBA)
+        store = store_of(self.state.store)
+        with store_faults("the template was not deleted"):
+            row = await templates_store.get(store.pool, name)
+            if row is None or not principal.may_use(row.database):
+                raise errors.UnknownTemplate(f"there is no template {name!r}", template=name)
+            async with store.transaction() as conn:
+                await templates_store.delete(conn, name)
+        forget_templates(self.state)
+
+    async def run_template(self, name: str, values: dict[str, str] | None = None, *, max_rows: int | None = None,
+                           request_id: str | None = None, principal: Principal = ANONYMOUS,
+                           client: str | None = None, on_attempt: OnAttempt | None = None) -> Answer:
+        """Answer with template ``name`` and ``values`` (its defaults for the rest), as the principal: its
+        Postgres role and row policy apply, values are checked against its view of each column and bound as
+        parameters. The answer is labelled ``trusted`` and audited (feedback may name its request id). Raises
+        ``unknown_template``, ``template_value_invalid`` (with ``suggestions``), ``invalid_request``."""
+        self.check_scope(principal, Operation.ASK)
+        state = self.state
+        template, _, dom = await promote.available(state, store_of(state.store), name, may_use=principal.may_use,
+                                                   role=principal.pg_role, claims=principal.claims)
+        full = principal.role.allows(Role.DBA)
+        # Defaults only as the listing shows them (promote.view): never under a row policy, and on a table
+        # whose rows depend on the reader, a dba's or admin's only.
+        checked = checked_values(template, values or {}, dom, default_shown=lambda column: not principal.claims
+                                 and (full or dom.shows_default(column)))
+        owner = owner_of(principal, client)
+        q = Question(template.database, template.question(checked), None, max_rows,
+                     request_id or secrets.token_hex(16), role=principal.pg_role, client=owner.id,
+                     end_user=owner.end_user, via=owner.via, claims=principal.claims)
+        answer = await ask_template(state, q, template, checked, on_attempt)
+        await audit_answer(state.store, answer, q)
+        return answer
+
+    async def template_suggestions(self, database: str | None = None, *, limit: int = 50,
+                                   principal: Principal = ANONYMOUS) -> list[dict[str, Any]]:
+        """Questions asked at least ``templates.suggest_min_asked`` times whose answers were marked correct or
+        approved, with their counts, most asked first, leaving out those a template already answers: for a
+        dba or admin to promote. A dba under a row policy is refused: the log holds every tenant's questions."""
+        self.check_scope(principal, Operation.SCHEMA)
+        principal.check_role(Role.DBA)
+        if principal.claims:
+            raise errors.Forbidden("the suggestions come from every tenant's questions; a caller under a row "
+                                   "policy cannot read them")
+        if database is not None:
+            principal.check_database(database)
+        state = self.state
+        names = [database] if database is not None else [n for n in state.targets.by_name if principal.may_use(n)]
+        with store_faults("the suggestions could not be read"):
+            found = await templates_store.suggestions(store_of(state.store).pool, names,
+                                                      min_count=state.settings.templates.suggest_min_asked,
+                                                      limit=limit * 2)
+        out: list[dict[str, Any]] = []
+        for suggestion in found:
+            dom = await trusted_domain(state, suggestion.database, principal.pg_role, principal.claims)
+            known = await trusted_templates(state, suggestion.database)
+            if match_question(suggestion.question, [t for t in known if dom.available(t)], dom.known,
+                              dom.columns) is None:
+                out.append(suggestion.as_dict())
+        return out[:limit]
 
     # --- health -----------------------------------------------------------------------------------------
 
@@ -355,7 +562,7 @@ class Gateway:
         answers = await asyncio.gather(*(t.ping(timeout=1.0) for t in targets))
         results = {t.name: answer for t, answer in zip(targets, answers, strict=True)}
         report = state.extras.get("privileges")
-        if report is None or report.stale():
+        if report is None or report.stale(state.ruleset):
             report = await report_privileges(state, log_each=False)  # bounded per database
         if report is None:
             report = PrivilegeReport()
@@ -375,6 +582,9 @@ class Gateway:
                                 "schemas": {t.name: state.schemas.progress(t.name) for t in targets}}
         if rules:
             body["rules"] = rules
+        feed = state.extras.get("changes")
+        if feed is not None:  # the store versions this replica serves: one behind the others lags
+            body["changes"] = feed.report()
         return ready, body
 
 
@@ -397,6 +607,8 @@ class Gateway:
         folder = state.settings.rules_dir
         problems = check_rules(folder, {database: await introspect(target, everything=True)})
         report = state.extras.get("privileges")
+        if report is not None and report.stale(state.ruleset):  # after a reload: the findings of the new rules
+            report = await report_privileges(state, log_each=False)
         privileges = report.details(database) if report is not None else []
 
         def where(path: Any) -> str:
@@ -426,6 +638,103 @@ class Gateway:
             "privileges": privileges,
         }
 
+    async def edit_rules(self, database: str, hidden_columns: Sequence[str], instructions: Sequence[str],
+                         limits: dict[str, int], *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """Replace ``database``'s console rule file (``rules/<database>/console.yaml``, see
+        :mod:`gateway.rules.edit`) with these hidden columns, instructions and limits; returns :meth:`rules`.
+
+        Only a dba or admin that may use the database and is not under a row policy (the rules are every
+        tenant's), with a token's ``query`` scope, not only the read-only ``schema`` one (``forbidden``
+        otherwise). Validated like ``rules check`` against the live schema together with the other rule
+        files (``rules_invalid`` with the problems, nothing written); ``rules_read_only`` when the folder
+        cannot be written. Audited: a log line, and a ``rules_edits`` row in the store when there is one.
+        In force from the next question.
+        """
+        from gateway.auth import Role
+        from gateway.rules import edit
+        from gateway.store import rules_edits
+
+        self.check_scope(principal, Operation.QUERY)  # a write: the read-only schema scope is not enough
+        if not principal.role.allows(Role.DBA):
+            raise errors.Forbidden("editing rules needs a dba or admin key")
+        if principal.claims:
+            raise errors.Forbidden("a caller under a row policy cannot edit the rules every tenant shares")
+        principal.check_database(database)
+        state = self.state
+        target = state.target(database)
+        folder = state.settings.rules_dir
+        wanted = edit.RulesEdit(sorted({n.strip().lower() for n in hidden_columns if n.strip()}),
+                                [i.strip() for i in instructions if i.strip()], dict(limits))
+        shape = edit.shape_problems(wanted)
+        if shape:
+            raise errors.RulesInvalid("; ".join(shape), problems=[{"file": "", "line": 0, "message": m} for m in shape])
+        before = edit.current(folder, database)
+        text = edit.render(wanted, before)
+        problems = edit.validate(folder, database, text, await introspect(target, everything=True))
+        if problems:
+            raise errors.RulesInvalid(
+                "rules check rejects this edit: " + "; ".join(p.message for p in problems[:5]),
+                problems=[{"file": p.file, "line": p.line, "message": p.message} for p in problems])
+        path = edit.write(folder, database, text)
+        actor = principal.owner  # user:<id>, key:<id> or name:<name>: who edited, whoever it is
+        log.info("rules_edited", database=database, actor=actor, file=str(path), before=before.as_dict(),
+                 after=wanted.as_dict())
+        if state.store is not None:
+            try:
+                await rules_edits.record(state.store.pool, database=database, actor=actor, file=str(path),
+                                         before=before.as_dict(), after=wanted.as_dict())
+            except Exception as exc:  # noqa: BLE001 - the file is written; the log line above keeps the trail
+                log.warning("rules_edit_not_recorded", database=database, error=repr(exc))
+        if state.rules is not None:
+            state.rules.status(database)  # reload now: the answer shows the rules in force
+        return await self.rules(database, principal=principal)
+
+    def console_rules(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """What the console's rule file of ``database`` holds now (dba or admin)."""
+        from gateway.auth import Role
+        from gateway.rules import edit
+
+        self.check_scope(principal, Operation.SCHEMA)
+        if not principal.role.allows(Role.DBA):
+            raise errors.Forbidden("reading the console's rules needs a dba or admin key")
+        principal.check_database(database)
+        self.state.target(database)
+        return edit.current(self.settings.rules_dir, database).as_dict()
+
+    # --- the semantic layer: metrics, dimensions, synonyms (gateway.semantic) ----------------------------
+
+    def semantic(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """The database's semantic model as a client may see it: each metric with its type, synonyms, SQL
+        definition and the dimensions it can be grouped by; metrics and dimensions that read what the rules
+        hide are left out. Raises ``semantic_unavailable`` when the files are broken with no good model."""
+        from gateway.semantic.view import visible
+
+        self.check_scope(principal, Operation.SCHEMA)
+        principal.check_database(database)
+        state = self.state
+        policy = state.policy(database)
+        model = state.semantic_model(database)
+        status = state.semantic.status(database) if state.semantic is not None else None
+        return {"database": database, "configured": state.semantic is not None and not model.is_empty(),
+                "status": status.state if status is not None else "ok",
+                **visible(model, policy.hidden_tables, policy.hidden_columns)}
+
+    async def metric_query(self, database: str, query: MetricQuery, *, max_rows: int | None = None,
+                           principal: Principal = ANONYMOUS) -> tuple[str, SqlOutcome]:
+        """Compile ``query`` from the semantic model, then check and run the SQL exactly as :meth:`sql` does
+        (safety check, the principal's Postgres role, row policies, limits). Returns the SQL and the outcome;
+        ``semantic_query_invalid`` when the model cannot answer it."""
+        from gateway.semantic.compile import SemanticQueryError, compile_query
+
+        self.check_scope(principal, Operation.QUERY)
+        principal.check_database(database)
+        model = self.state.semantic_model(database)
+        try:
+            compiled = compile_query(model, query)
+        except SemanticQueryError as exc:
+            raise errors.SemanticQueryInvalid(str(exc), database=database) from exc
+        return compiled.sql, await self.sql(database, compiled.sql, max_rows=max_rows, principal=principal)
+
     # --- conversations ----------------------------------------------------------------------------------
 
     async def conversation(self, q: Question) -> Thread | None:
@@ -445,6 +754,19 @@ class Gateway:
     async def guideline_in_force(self, database: str | None = None) -> lifecycle.InForce:
         """Which guideline ``database`` uses now: its own version, the global one or the shipped file."""
         return await lifecycle.in_force(self.state, store_of(self.state.store), database)
+
+    async def shipped_guideline(self, database: str, *, principal: Principal = ANONYMOUS) -> dict[str, str]:
+        """The shipped guideline file ``database`` falls back to (``<guidelines_dir>/<database>.md``, else
+        ``default.md``): ``database``, ``version`` (``default`` or ``file:<name>``) and ``text``. Works
+        without a store; needs the database (the console's Guideline page shows it as "in force" when no
+        stored version is active)."""
+        from gateway.context.sources import FileGuidelineSource
+
+        self.check_scope(principal, Operation.SCHEMA)
+        principal.check_database(database)
+        self.state.target(database)  # unknown_database
+        found = await FileGuidelineSource(self.settings.guidelines_dir).active(database)
+        return {"database": database, "version": found.version, "text": found.text}
 
     async def guideline_events(self, database: str | None = None, *, only_global: bool = False,
                                limit: int = 100) -> list[GuidelineEvent]:
@@ -485,14 +807,28 @@ class Gateway:
                                       state.ruleset(database), state.guidelines, role=principal.pg_role,
                                       claims=principal.claims)
 
-    async def answer(self, q: Question, on_attempt: OnAttempt | None = None) -> Answer:
+    def answers_questions(self) -> bool:
+        """Whether questions can be answered at all: an LLM endpoint and a model (``llm.model``, or a
+        database's ``ask.model``). MCP lists ``ask`` only then."""
+        state = self.state
+        return state.llm is not None and (state.settings.llm.model is not None or any(
+            target.settings.ask.model for target in state.targets.by_name.values()))
+
+    def serves_metrics(self) -> bool:
+        """Whether a semantic layer is configured (``semantic_dir``): MCP lists ``list_metrics`` and
+        ``query_metrics`` only then (a tool that can only fail is noise in the client's model's context)."""
+        return self.state.semantic is not None
+
+    async def answer(self, q: Question, on_attempt: OnAttempt | None = None, thread: Thread | None = None) -> Answer:
         """:meth:`ask`, plus what ``POST /v1/ask`` does around it: the answer is audited in the store before
         it is returned (so feedback can name its request id) and its corrections are handed to the sink.
 
-        ``on_attempt`` sees each attempt as soon as it is validated (progress for MCP clients).
+        ``on_attempt`` sees each attempt as soon as it is validated (progress for MCP clients); ``thread``: the
+        conversation, when the caller holds it (a reply to a clarification without a store, see
+        :func:`gateway.pipeline.conversation.replying`).
         """
         state = self.state
-        answer = await ask(state, q, on_attempt)
+        answer = await ask(state, q, on_attempt, thread)
         await audit_answer(state.store, answer, q)
         await hand_over(state.corrections, corrections_of(answer, q))
         return answer
@@ -525,3 +861,14 @@ def _freeze_heap() -> None:
     _heap["frozen"] = True
     gc.collect()  # garbage of the start-up first, so that it is not frozen with the rest
     gc.freeze()
+
+
+def _changed(state: GatewayState, kind: str, detail: str) -> None:
+    """Drop what this replica cached of a change another replica (or the CLI) made in the store."""
+    if kind == "keys" and state.auth is not None:
+        state.auth.forget(detail or None)
+    elif kind == "guidelines":
+        invalidate = getattr(state.guidelines, "invalidate", None)
+        if invalidate is not None:
+            invalidate()
+    log.info("store_change_applied", kind=kind, detail=detail or "all")

@@ -70,7 +70,8 @@ class Limits(BaseModel):
 
 
 FINDING_CODES_REFLECTED_BY_DEFAULT = frozenset(
-    {"empty_result", "empty_aggregate", "count_mismatch", "rule_violation", "llm_judge"}
+    {"empty_result", "empty_aggregate", "count_mismatch", "rule_violation", "llm_judge",
+     "metric_definition_mismatch", "default_filter_missing"}
 )
 
 
@@ -94,6 +95,10 @@ class AskPolicy(BaseModel):
         "Other findings leave the answer `suspicious`. Codes come from the registry (gateway/findings.py); one "
         "that cannot trigger a reflection (unknown, a safety code, repeated_sql) is a configuration error.",
     )
+    compile_metrics: bool = Field(
+        default=True, description="When the database has a semantic model (semantic_dir) and a question names "
+        "one of its metrics, ask the LLM for a metric query (structured output) and compile the SQL from the "
+        "model's definitions before any SQL generation; a question the model cannot answer goes to generation.")
     guideline_scenario: Literal["errors_only", "suspicious", "all"] = Field(
         default="suspicious",
         description="Which attempts the active guideline is applied to (the MAGIC paper's scenarios): "
@@ -166,6 +171,14 @@ class DatabaseSettings(BaseModel):
                                      "long, doubled at each further failure; requests meanwhile answer "
                                      "database_unavailable at once.")
     connect_backoff_max_s: float = Field(default=30.0, gt=0, description="The longest connect backoff.")
+    replica_dsns: list[str] = Field(default_factory=list, description="Read replicas (streaming standbys) of "
+                                    "this database, same user and password as dsn: /v1/sql and /v1/ask queries go "
+                                    "to a healthy one in turn, else to dsn; the gateway's own queries (schema, "
+                                    "samples, privileges) stay on dsn.")
+    replica_max_lag_s: float = Field(default=5.0, gt=0, description="A replica whose replay is further behind "
+                                     "than this (nl2sql_replica_lag_seconds) is skipped until it catches up.")
+    replica_check_s: float = Field(default=1.0, gt=0, description="How often each replica's health and "
+                                   "replication lag are measured.")
     privilege_check: Literal["report", "fail", "off"] = Field(
         default="report", description="What an over-privileged role (reads a hidden column, can write, superuser, "
         "BYPASSRLS) does: report (log, metric, /readyz details), fail (also /readyz 503) or off.")
@@ -230,11 +243,33 @@ class StoreSettings(BaseModel):
         default=False, description="Answer a question that exactly matches a verified example (same database, "
         "same words ignoring case, spaces and final punctuation) with its verified SQL, without the LLM."
     )
+    change_recheck_s: float = Field(
+        default=5.0, gt=0, description="Changes other replicas make (key revocation, guideline activation, "
+        "example approval) arrive at once through LISTEN/NOTIFY on a connection of its own straight to the store "
+        "(not through a transaction pooler); every this many seconds the versions are also re-read, so a lost "
+        "notification (or connection) delays a change at most this long."
+    )
     conversation_retention_days: float = Field(
         default=30.0, gt=0, description="A conversation (its turns: questions, SQL, result shapes) is kept this "
         "long after its latest turn; older ones answer unknown_conversation and are deleted when a new "
         "conversation starts."
     )
+
+
+class TemplatesSettings(BaseModel):
+    """Trusted answers: DBA templates (gateway.templates) answering the questions that match them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    answer_questions: bool = Field(
+        default=True, description="Answer a question that matches exactly one template (its words, with valid "
+        "parameter values in the slots) with that template, without the LLM; the answer is labelled `trusted`.")
+    mcp_tools: bool = Field(
+        default=False, description="Offer each template as an MCP tool (`template_<name>`, the opt-in "
+        "`templates` tool group); the MCP prompts list templates' questions either way.")
+    suggest_min_asked: int = Field(
+        default=2, ge=1, description="Suggest a question as a template once it was asked this many times and "
+        "at least one answer to it was marked correct or approved (`GET /v1/templates/suggestions`).")
 
 
 class MagicSettings(BaseModel):
@@ -272,6 +307,12 @@ class MagicSettings(BaseModel):
                                             "approved verified examples in the candidate's scope, the gate "
                                             "replays whole questions (generation and reflection) with each "
                                             "guideline; with fewer, one reflection per held-out correction.")
+    replay_regressions: bool = Field(default=True, description="Before a candidate is activated (by a DBA or a "
+                                     "run), replay the scope's verified set (approved examples, at most "
+                                     "gate_max_examples, none the candidate learnt from) under the guideline "
+                                     "in force and under the candidate, and refuse the candidate when a "
+                                     "question right before is wrong with it (`guideline_regressed`; force "
+                                     "overrides). Reports: GET /v1/guidelines/{version}/regressions.")
 
 
 class RateLimit(BaseModel):
@@ -286,8 +327,8 @@ class RateLimit(BaseModel):
 class BackpressureSettings(BaseModel):
     """Limits that shed load early (fast 429/503 with Retry-After) instead of queueing without bound.
 
-    Rate limits are kept in memory per replica: with N replicas behind a load balancer a key may send up to
-    N times its rate in total.
+    Rate limits are kept in memory per process unless ``shared`` is on: then the buckets of API keys and end
+    users live in the store and hold across every worker and replica.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -309,6 +350,19 @@ class BackpressureSettings(BaseModel):
                                    "bucket has the user's role limit (roles, else rate_per_s).")
     user_burst: int = Field(default=20, ge=1, description="Requests per end user allowed at once above "
                             "user_rate_per_s.")
+    shared: bool = Field(default=False, description="Keep the rate-limit buckets of API keys and end users in "
+                         "the store (store.dsn), so rate_per_s, roles and user_rate_per_s hold across every "
+                         "worker and replica; client-address buckets (auth off) stay per process. Needs store.dsn.")
+    shared_lease_s: float = Field(default=0.05, gt=0, le=1, description="With shared limits, each process takes "
+                                  "tokens from the store this many seconds' worth of the rate at a time (at least "
+                                  "one, at most the burst) and spends them locally, for at most one second; only "
+                                  "the request that empties a lease waits on the store.")
+    shared_fail_open: bool = Field(default=True, description="With shared limits and the store unreachable, limit "
+                                   "with each process's own buckets (true) or refuse requests with "
+                                   "store_unavailable (false). The switch is logged and shown by "
+                                   "nl2sql_shared_limits_degraded.")
+    shared_retry_s: float = Field(default=1.0, gt=0, description="After a store failure, how long shared limits "
+                                  "stay on the fallback before trying the store again.")
     max_tracked_clients: int = Field(default=10_000, ge=1, description="Most rate-limit buckets kept in "
                                      "memory; the least recently seen key's bucket is dropped beyond it.")
     result_bytes_in_flight: int = Field(default=256 * 1024 * 1024, ge=1024, description="Bytes of query "
@@ -568,7 +622,9 @@ class LoggingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="Log level.")
-    json_logs: bool = Field(default=True, description="JSON lines (true) or human-readable console output.")
+    json_logs: bool | None = Field(
+        default=None, description="JSON lines (true) or human-readable console lines (false); unset: JSON unless "
+        "stderr is a terminal.")
 
 
 class Settings(BaseSettings):
@@ -579,6 +635,7 @@ class Settings(BaseSettings):
     databases: dict[str, DatabaseSettings] = Field(default_factory=dict, description="Named target databases.")
     server: ServerSettings = Field(default_factory=ServerSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    templates: TemplatesSettings = Field(default_factory=TemplatesSettings)
     magic: MagicSettings = Field(default_factory=MagicSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
@@ -591,6 +648,10 @@ class Settings(BaseSettings):
         "written atomically on every good load) so that a fresh process (a respawned worker, a restarted "
         "replica) whose rule files are broken or gone starts from it. Default: `.RULES.last-good` beside "
         "rules_dir (`.rules.last-good`); set it to a writable folder when rules_dir's parent is read-only.")
+    semantic_dir: Path | None = Field(
+        default=None, description="Folder of semantic model files (NAME.yaml or NAME/*.yaml, native format: "
+        "metrics, dimensions, synonyms and their SQL; README \"Semantic layer\"), e.g. \"semantic\". Reloaded on "
+        "change; a broken edit keeps the last good model. Unset: no semantic layer (the demo uses the shipped one).")
     guidelines_dir: Path = Field(
         default_factory=lambda: shipped_dir("guidelines"),
         description="Folder of guideline Markdown files (default: the shipped guidelines, whatever the working "

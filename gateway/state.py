@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gateway.backpressure import RateLimits
     from gateway.llm import LLMClient
     from gateway.pipeline.tally import Tally
+    from gateway.semantic import SemanticModel, SemanticRegistry
     from gateway.store import Store
 
 
@@ -37,6 +38,8 @@ class GatewayState:
     corrections: CorrectionsSink = field(default_factory=MemoryCorrections)
     # DBA rules per database (reloaded when files change); None: no rules at all.
     rules: RulesRegistry | None = None
+    # Semantic models per database (settings.semantic_dir, reloaded like the rules); None: no semantic layer.
+    semantic: SemanticRegistry | None = None
     # Context sources; the feedback store replaces both with its own (active guideline version, examples).
     guidelines: GuidelineSource = None  # type: ignore[assignment]  # set in __post_init__ from settings
     examples: ExamplesSource = field(default_factory=NoExamples)
@@ -79,6 +82,13 @@ class GatewayState:
     def ruleset(self, name: str) -> RuleSet:
         """The rules in force for a database (empty when it has none)."""
         return self.rules.get(name) if self.rules is not None else RuleSet(database=name)
+
+    def semantic_model(self, name: str) -> SemanticModel:
+        """The semantic model in force for a database (empty without one); raises ``semantic_unavailable``
+        when its files are broken and no good model was loaded before."""
+        from gateway.semantic.registry import EMPTY
+
+        return self.semantic.get(name) if self.semantic is not None else EMPTY
 
     def max_rows(self, name: str, requested: int | None) -> int | None:
         """The row cap for one query: the request's, lowered by the rules' ``limits.max_rows`` if set.

@@ -13,6 +13,10 @@ Fixtures:
 - ``fresh_db`` (function): the superuser DSN of a new, empty, uniquely named database, dropped afterwards.
 - ``llm_server`` (session) / ``llm`` (function): a scripted OpenAI-compatible server on loopback
   (gateway.testing.scripted_llm), reset around each test that uses ``llm``.
+- ``pgbouncer`` (session): Debian's PgBouncer in transaction mode in front of ``pg``
+  (gateway.testing.pgbouncer), skipped when the binary is not installed. With ``NL2SQL_TEST_PGBOUNCER=1``
+  ``demo_dsn`` goes through it (CI runs the /v1/sql and /v1/ask modules once more so); ``demo_admin_dsn``
+  stays direct.
 - ``idp_server`` (session) / ``idp`` (function): a test OAuth 2.1 / OIDC authorization server on loopback
   (gateway.testing.authserver: metadata, JWKS, PKCE code flow, registration, introspection, ``mint``),
   reset around each test that uses ``idp`` (initial keys, users, ``login_as("alice")``, no clients, counters 0).
@@ -34,6 +38,7 @@ import pytest
 
 from gateway.demo.embedded import EmbeddedPostgres, StopMode
 from gateway.demo.generator import derive_dsn, ensure_demo_database
+from gateway.testing import pgbouncer as bouncer
 from gateway.testing.authserver import AuthServer
 from gateway.testing.scripted_llm import ScriptedLLM
 
@@ -90,6 +95,18 @@ def _remove_orphaned_servers(parent: Path) -> None:
             EmbeddedPostgres(owner_file.parent).destroy()
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Each test leaves ``os.environ`` as it found it: the CLI run in-process exports what it was given
+    (``NL2SQL_CONFIG``, for one), and a later test's child process would inherit it and read another
+    configuration. Session fixtures set up before the test keep theirs (they come first)."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def pg() -> Iterator[PgServer]:
     external = os.environ.get("NL2SQL_TEST_ADMIN_DSN")
@@ -111,9 +128,24 @@ def pg() -> Iterator[PgServer]:
 
 
 @pytest.fixture(scope="session")
-async def demo_dsn(pg: PgServer) -> str:
+def pgbouncer(pg: PgServer) -> Iterator[bouncer.PgBouncer]:
+    if bouncer.binary() is None:
+        pytest.skip("pgbouncer is not installed (Debian: apt-get install pgbouncer; .ci/run installs it)")
+    if pg.embedded is None:
+        pytest.skip("PgBouncer is started in front of the embedded server, not NL2SQL_TEST_ADMIN_DSN")
+    with bouncer.PgBouncer(str(pg.embedded.socket_dir), pg.embedded.port,
+                           users=("postgres", "nl2sql_reader")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+async def demo_dsn(pg: PgServer, request: pytest.FixtureRequest) -> str:
     password = os.environ.get("NL2SQL_TEST_READER_PASSWORD")
-    return await ensure_demo_database(pg.admin_dsn, database=TEST_DEMO_DATABASE, reader_password=password)
+    dsn = await ensure_demo_database(pg.admin_dsn, database=TEST_DEMO_DATABASE, reader_password=password)
+    if os.environ.get("NL2SQL_TEST_PGBOUNCER") == "1":
+        server: bouncer.PgBouncer = request.getfixturevalue("pgbouncer")
+        return server.dsn(TEST_DEMO_DATABASE, "nl2sql_reader")
+    return dsn
 
 
 @pytest.fixture(scope="session")

@@ -64,3 +64,33 @@ def test_schema_command_on_the_demo_database(demo_dsn: str, tmp_path) -> None:  
     names = {t["name"] for t in json.loads(result.stdout)["tables"]}
     assert {"orders", "customers", "regions", "events"} <= names
     assert run(["schema", "nope"], env=env).returncode == 2
+
+
+def _commands(app: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command path of the CLI (``serve``, ``rules check``, ...), groups included."""
+    import typer
+
+    group = typer.main.get_command(app) if isinstance(app, typer.Typer) else app  # type: ignore[arg-type]
+    out = [prefix]
+    if hasattr(group, "commands"):
+        for name, command in group.commands.items():
+            out += _commands(command, (*prefix, name))
+    return out
+
+
+def test_every_help_accepts_dash_h_and_reads_at_80_columns() -> None:
+    from typer.testing import CliRunner
+
+    from gateway.cli import app
+
+    paths = _commands(app)
+    assert ("serve",) in paths and ("rules", "check") in paths and len(paths) > 20
+    for path in paths:
+        result = CliRunner().invoke(app, [*path, "-h"], env={"COLUMNS": "80", "TERM": "xterm"}, terminal_width=80)
+        assert result.exit_code == 0, (path, result.output)
+        assert result.stdout.startswith("Usage:"), (path, result.stdout[:200])
+        lines = result.stdout.splitlines()
+        assert all(len(line) <= 80 for line in lines), (path, [line for line in lines if len(line) > 80])
+        # Plain text, no boxes that squeeze an option's help into a third of the width.
+        assert not any(ch in result.stdout for ch in "│╭╰"), path
+        assert "-h, --help" in result.stdout, path

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -94,3 +95,53 @@ def test_quickstart_doctests() -> None:
     import gateway.quickstart
 
     assert doctest.testmod(gateway.quickstart).failed == 0
+
+
+def _no_settings_names(stderr: str) -> None:
+    assert "databases." not in stderr and "NL2SQL_DATABASES" not in stderr, stderr
+    assert "gateway_started" not in stderr and "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("wrong", ["database", "role", "port"])
+def test_serve_dsn_on_a_wrong_database_role_or_port_fails_at_start_naming_the_dsn(
+        wrong: str, demo_dsn: str, tmp_path: Path) -> None:
+    from gateway.demo.generator import derive_dsn
+
+    dsn = {"database": derive_dsn(demo_dsn, database="no_such_db"),
+           "role": derive_dsn(demo_dsn, user="no_such_role"),
+           "port": f"postgresql://reader@127.0.0.1:{free_port()}/sales"}[wrong]
+    result = _cli(["serve", "--dsn", f"shop={dsn}", "--port", str(free_port())], tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"--dsn shop={dsn}" in result.stderr  # what the user wrote, quoted back
+    said = {"database": ('database "no_such_db" does not exist', "check the database name in --dsn"),
+            "role": ('role "no_such_role" does not exist', "check the user in --dsn"),
+            "port": ("connection refused", "check the host and port in --dsn")}[wrong]
+    assert all(s in result.stderr for s in said), result.stderr
+    _no_settings_names(result.stderr)
+
+
+def test_serve_dsn_beyond_loopback_gives_advice_that_works_with_dsn(demo_dsn: str, tmp_path: Path) -> None:
+    # Turning access control on was the old advice; --dsn turns it off again, so it cannot be the answer.
+    result = _cli(["serve", "--dsn", demo_dsn, "--host", "0.0.0.0", "--port", str(free_port())], tmp_path,
+                  env={"NL2SQL_AUTH__ENABLED": "true"})
+    assert result.returncode == 2
+    assert "--dsn serves without access control" in result.stderr
+    assert "NL2SQL_AUTH__ENABLED" not in result.stderr  # set above, and still refused: no advice to set it
+    assert "nl2sql-gateway init" in result.stderr and "--host 127.0.0.1" in result.stderr
+
+
+def test_serve_dsn_with_a_password_warns_that_it_is_visible(demo_dsn: str, tmp_path: Path) -> None:
+    from gateway.demo.generator import derive_dsn
+
+    reader = urlsplit(demo_dsn).username or ""
+    secret = os.environ.get("NL2SQL_TEST_READER_PASSWORD") or "anything-trust-accepts"
+    with_password = derive_dsn(demo_dsn, user=reader, password=secret)
+    proc, base = start_serve({}, tmp_path, args=("--dsn", f"shop={with_password}"), unset=NEWCOMER_UNSET)
+    try:
+        assert httpx.post(base + "/v1/sql", json={"database": "shop", "sql": "SELECT 1 AS one"}).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=30)
+    assert "the password in --dsn is visible to other users of this machine" in stderr
+    assert "PGPASSWORD" in stderr and "~/.pgpass" in stderr
+    assert secret not in stderr  # the warning never repeats it

@@ -38,3 +38,64 @@ def test_serve_logs_json_lines_with_request_context(demo_dsn: str, tmp_path) -> 
     assert second["verdict"] == "blocked" and second["codes"] == ["function_blocked"]
     assert second["request_id"] == blocked.headers["x-request-id"] != "req-42"
     assert all("timestamp" in line and "level" in line for line in lines)
+
+
+def test_serve_on_a_terminal_prints_a_banner_and_readable_log_lines(demo_admin_dsn: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """On a terminal (a pseudo-terminal here) `serve` says where it serves, what, with which LLM and what is
+    wrong with the login role (a superuser here), and logs readable lines instead of JSON."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from tests.serving import free_port
+
+    port, llm_url = free_port(), f"http://127.0.0.1:{free_port()}/v1"
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NL2SQL_", "OPENAI_"))}
+    proc = subprocess.Popen([sys.executable, "-m", "gateway", "serve", "--dsn", f"shop={demo_admin_dsn}",
+                             "--port", str(port), "--llm-model", "banner-model", "--llm-base-url", llm_url],
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, env=env, cwd=tmp_path)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the terminal closed with the process
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, b"".join(chunks).decode(errors="replace")
+            time.sleep(0.1)
+        httpx.get(base + "/v1/databases")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        reader.join(timeout=10)
+        os.close(master)
+    text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    assert f"nl2sql-gateway is serving on {base}" in text, text
+    assert f"Web console:  {base}/console/" in text and f"API docs:     {base}/docs" in text
+    assert "Databases:    shop" in text
+    assert f"LLM:          banner-model at {llm_url}" in text
+    assert "WARNING shop: role" in text and "is a superuser" in text
+    log_lines = [line for line in text.splitlines() if "gateway_started" in line or "gateway_stopping" in line]
+    assert log_lines and not any(line.lstrip().startswith("{") for line in log_lines), log_lines
+    assert not any(line.startswith('{"event"') for line in text.splitlines()), text

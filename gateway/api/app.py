@@ -27,9 +27,11 @@ from gateway.api import (
     routes_feedback,
     routes_guidelines,
     routes_health,
+    routes_history,
     routes_resource,
     routes_rules,
     routes_sql,
+    routes_templates,
 )
 from gateway.api.fastpath import FastRoutes
 from gateway.api.limits import rate_limit
@@ -39,6 +41,7 @@ from gateway.api.problems import PROBLEM_JSON
 from gateway.auth import check_exposure
 from gateway.auth.access import authorize
 from gateway.backpressure import Strangers
+from gateway.banner import print_banner
 from gateway.mcp.http import McpEndpoint
 from gateway.observability import metrics
 from gateway.observability.logging import configure_logging
@@ -109,6 +112,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.service = gw  # routes and the MCP endpoint are adapters over it
             app.state.gateway = gw.state  # what the stages take (see gateway.api.deps)
             refresher = None
+            if metrics.multiprocess_dir() is None:  # one process: its banner (workers: the supervisor's)
+                print_banner(settings, gw.state.extras.get("privileges"))
             if metrics.multiprocess_dir() is not None:  # a worker of serve --workers N
                 refresher = asyncio.create_task(metrics.refresh_pools(gw.state.targets.by_name.values()))
             try:
@@ -150,10 +155,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes_feedback.router)
     app.include_router(routes_guidelines.router)
     app.include_router(routes_examples.router)
+    app.include_router(routes_templates.router)
     app.include_router(routes_health.router)
     app.include_router(routes_access.router)
     app.include_router(routes_resource.router)  # OAuth metadata for MCP connectors ([auth.oidc])
     app.include_router(routes_rules.router)
+    app.include_router(routes_history.router)
     app.router.routes.append(mcp.route)
     docs.install(app)
     console.install(app)  # /console: the web console, a client of the routes above

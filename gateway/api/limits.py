@@ -3,7 +3,8 @@
 It sits after :func:`gateway.auth.access.authorize` (FastAPI runs that once per request and hands this
 dependency the same principal): an authenticated request spends a token from its API key's bucket, with
 its role's limit (``backpressure.roles``), and one from its end user's bucket when a user asks
-(:meth:`gateway.backpressure.RateLimits.check_principal`); with auth off the bucket is the client's address. Probes and
+(:meth:`gateway.backpressure.RateLimits.check_principal`; in the store with ``backpressure.shared``,
+:mod:`gateway.shared_limits`); with auth off the bucket is the client's address. Probes and
 scrapes are never limited. The in-flight bound lives in the middleware instead, because it must refuse
 before anything else runs.
 """
@@ -27,4 +28,4 @@ async def rate_limit(request: Request, principal: Annotated[Principal, Depends(a
     if (path if path is not None else request.url.path) in UNBOUNDED_PATHS:
         return
     client = request.client
-    limits.check_principal(principal, client.host if client else "unknown")
+    await limits.admit(principal, client.host if client else "unknown")

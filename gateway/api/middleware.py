@@ -47,7 +47,7 @@ from gateway.api.problems import challenge_of, problem_response
 from gateway.auth.authenticator import is_loopback
 from gateway.auth.resource import METADATA_PATHS
 from gateway.backpressure import InFlight, KeyInFlight, Strangers
-from gateway.observability import metrics
+from gateway.observability import latency, metrics
 from gateway.observability.logging import get_logger, log_request
 
 if TYPE_CHECKING:
@@ -371,6 +371,8 @@ def _observe(scope: Scope, status: int, started: float) -> None:
             _children[key] = children
     children[0].inc()
     children[1].observe(elapsed)
+    if endpoint.startswith(("/v1", "/mcp")):  # the Status page's sparklines (gateway.observability.latency)
+        latency.HISTORY.observe(elapsed)
     if endpoint not in UNBOUNDED_PATHS:
         log_request({"method": scope["method"], "path": scope["path"], "endpoint": endpoint, "status": status,
                      "duration_ms": round(elapsed * 1000, 3)})

@@ -104,6 +104,71 @@ class DatabasesResponse(BaseModel):
     databases: list[DatabaseOut]
 
 
+class AboutLLM(BaseModel):
+    model: str | None
+    endpoint: str | None = Field(description="Scheme, host and port of the LLM endpoint; null for a client key.")
+
+
+class LatencyPoint(BaseModel):
+    t: str = Field(description="The interval's start (ISO 8601, UTC).")
+    n: int = Field(description="Requests finished in the interval.")
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+
+class About(BaseModel):
+    version: str
+    started_at: str = Field(description="When this process's gateway opened (ISO 8601, UTC).")
+    uptime_s: float
+    store: bool = Field(description="Whether a feedback store is configured.")
+    llm: AboutLLM | None = Field(description="Null when no LLM is configured (only verified questions answer).")
+    latency: list[LatencyPoint] = Field(default_factory=list, description="This process's `/v1` and `/mcp` "
+                                        "latency per 10 s interval, oldest first, the last ten minutes.")
+
+
+class AuditedAnswerOut(BaseModel):
+    request_id: str
+    database: str
+    question: str
+    status: str = Field(description="The answer's final status (`ok`, `suspicious`, `failed` ...).")
+    sql: str | None = Field(description="The chosen attempt's SQL (rows are never kept: run it again to see them).")
+    attempts: list[dict[str, Any]] = Field(description="Every attempt: SQL, findings, timings (no rows).")
+    guideline_version: str | None
+    created_at: str | None = Field(description="When it was answered (ISO 8601).")
+    yours: bool | None = Field(default=None, description="On `GET /v1/answers/{request_id}`: whether the caller "
+                               "asked it (a dba may see others' answers on its databases).")
+
+
+class HistoryResponse(BaseModel):
+    answers: list[AuditedAnswerOut]
+
+
+class ConsoleRules(RequestBody):
+    hidden_columns: list[str] = Field(default_factory=list, max_length=1000,
+                                      description="`table.column` names to hide (the console's file only; "
+                                      "columns other rule files hide stay hidden).")
+    instructions: list[str] = Field(default_factory=list, max_length=200,
+                                    description="Instructions to the model, in order, after the other files'.")
+    limits: dict[str, int] = Field(default_factory=dict, description="`max_rows`, `max_joins`, "
+                                   "`max_subquery_depth`: only ones no other rule file of the database sets.")
+
+
+class ShippedGuideline(BaseModel):
+    database: str
+    version: str = Field(description="`default` (default.md) or `file:<database>.md`, as answers report it.")
+    text: str
+
+
+class StarterOut(BaseModel):
+    question: str = Field(description="A question the database is known to answer well, as stored.")
+    source: str = Field(description="Where it comes from: `verified` (an approved example).")
+
+
+class StartersResponse(BaseModel):
+    starters: list[StarterOut]
+
+
 class Problem(BaseModel):
     """An ``application/problem+json`` body (RFC 9457) with the gateway's stable ``code``."""
 
@@ -153,7 +218,8 @@ class AskFindingOut(BaseModel):
 class AttemptOut(BaseModel):
     n: int = Field(description="1 for the generation (1 to n for `ask.candidates` = n), then one per reflection.")
     source: str = Field(description="`generation`, `candidate` (one of several first-pass candidates), "
-                        "`reflection` or `verified_example`.")
+                        "`reflection`, `verified_example` or `semantic_model` (SQL compiled from the semantic "
+                        "model's definitions for the metric query the LLM picked).")
     sql: str | None = Field(description="The SQL read from the LLM's answer; null when there was none.")
     passed: bool = Field(description="Ran, and no finding calls for a reflection under the database's policy.")
     findings: list[AskFindingOut]
@@ -163,6 +229,8 @@ class AttemptOut(BaseModel):
     tokens: dict[str, int] = Field(description="LLM tokens of this attempt: prompt, completion.")
     candidate: dict[str, Any] | None = Field(default=None, description="Only on candidates: the prompt `variant` "
                                              "(`plain` for the first) and the `temperature` it was drawn with.")
+    metric_query: dict[str, Any] | None = Field(default=None, description="Only with source `semantic_model`: "
+                                                "the metrics, dimensions, filters, grain, order and limit picked.")
 
 
 class AskResponse(BaseModel):
@@ -193,6 +261,12 @@ class AskResponse(BaseModel):
                                         "send it with the next question to follow up. Null without a store.")
     clarification: ClarificationOut | None = Field(default=None, description="With `needs_clarification`: "
                                                    "what to ask the user.")
+    trusted: dict[str, Any] | None = Field(default=None, description="Only when a DBA's template answered "
+                                           "(source `template`, no LLM): `template` (its name), `parameters` "
+                                           "(the values bound) and `run` (the route to re-run it with other "
+                                           "values).")
+    compiled_from: str | None = Field(default=None, description="`semantic_model` when the chosen SQL was "
+                                      "compiled from the semantic model's metric definitions, not generated.")
 
 
 class FeedbackRequest(RequestBody):
@@ -236,6 +310,27 @@ class GuidelineSummary(BaseModel):
     activated_at: str | None
     corrections: int = Field(description="How many corrections' feedback went into this version.")
     evaluation_passed: bool | None = Field(description="The activation gate's verdict, when evaluated.")
+
+
+class RegressionReportOut(BaseModel):
+    id: int
+    guideline_version: int | None = Field(description="The candidate version the replay judged.")
+    database: str | None = Field(description="The version's scope; null: global.")
+    subject: str = Field(description="What was replayed (`guideline v3`).")
+    actor: str = Field(description="Who asked for the activation that ran the replay.")
+    regressed: int = Field(description="Verified questions right before and wrong with the change (over the "
+                           "whole replay; `report` lists only those of databases the key may use).")
+    passed: bool = Field(description="True when no verified question regressed.")
+    counts: dict[str, int] = Field(description="replayed, regressed, fixed, kept, still_wrong, suspect.")
+    created_at: str
+    report: dict[str, Any] | None = Field(default=None, description="The whole report: `regressions` (question, "
+                                          "reason, before_sql, after_sql), `items` (each verified question: "
+                                          "`verdict`, `suspect`, `before` and `after` with status, SQL, reason, "
+                                          "LLM calls, tokens, latency) and `cost` per side.")
+
+
+class RegressionReports(BaseModel):
+    reports: list[RegressionReportOut] = Field(description="Newest first; the first carries the whole report.")
 
 
 class GuidelineInForce(BaseModel):
@@ -341,6 +436,14 @@ class ExampleOut(BaseModel):
     reviewed_by: str | None = Field(description="The dba or admin who approved or rejected it.")
     reviewed_at: str | None
     review_note: str | None = Field(description="Why, in the reviewer's words.")
+    verdict: str | None = Field(default=None, description="On `GET /v1/examples`: the analyst's verdict on the "
+                                "original answer (`correct` / `incorrect`), when it came from feedback.")
+    note: str | None = Field(default=None, description="On `GET /v1/examples`: the analyst's note for the DBA.")
+    original_sql: str | None = Field(default=None, description="On `GET /v1/examples`: the SQL of the answer "
+                                     "the example came from (beside a correction, the SQL it corrects).")
+    original_status: str | None = Field(default=None, description="On `GET /v1/examples`: that answer's status.")
+    original_row_count: int | None = Field(default=None, description="On `GET /v1/examples`: how many rows it "
+                                           "returned (the audit keeps no rows).")
 
 
 class ExampleList(BaseModel):
@@ -367,6 +470,9 @@ class WhoAmI(BaseModel):
                                      "API key (not scope-limited).")
     policy: dict[str, str] = Field(default_factory=dict, description="The row-policy values taken from the "
                                    "token (name -> value), the caller's own.")
+    store: bool = Field(default=False, description="Whether a feedback store is configured: without one, "
+                        "feedback, conversations and example review answer `store_not_configured` (the console "
+                        "then offers none of them).")
 
 
 class ConditionOut(BaseModel):
@@ -399,3 +505,75 @@ class RulesResponse(BaseModel):
                                            "against the live schema now (without `--role`).")
     privileges: list[str] = Field(description="What the gateway's role may do beyond the rules, from the last "
                                   "privilege check (empty when clean or not checked).")
+
+
+# --- trusted answers: templates ---------------------------------------------------------------------------
+
+class TemplateParameterIn(RequestBody):
+    name: str = Field(min_length=1, max_length=63, description="The `{name}` slot in the example questions.")
+    column: str = Field(min_length=3, max_length=300, description="The column its values come from: "
+                        "`table.column` (`schema.table.column` outside public).")
+    type: Literal["text", "integer", "number", "boolean"] | None = Field(
+        default=None, description="Must agree with the column's type when given (it is taken from it).")
+    default: str | int | float | bool | None = Field(default=None, description="A valid value: it fills the "
+                                                     "starter question and the trial run.")
+
+
+class TemplateCreate(RequestBody):
+    database: str = Field(min_length=1, max_length=128)
+    name: str = Field(min_length=1, max_length=63, description="Lower-case letters, digits and _.")
+    sql: str | None = Field(default=None, min_length=1, max_length=100_000,
+                            description="The SQL with `$1 .. $n` (default: the example's, which then needs none).")
+    parameters: list[TemplateParameterIn] = Field(default_factory=list, max_length=10)
+    questions: list[str] = Field(default_factory=list, max_length=20, description="Example questions with "
+                                 "`{name}` slots (or spelling each default); default: the example's question.")
+    description: str = Field(default="", max_length=2000)
+    example_id: int | None = Field(default=None, ge=1, le=2**63 - 1, description="The approved example promoted.")
+
+
+class TemplateParameterOut(BaseModel):
+    name: str
+    column: str
+    type: str
+    default: str | None = Field(default=None, description="Absent for a caller under a row policy.")
+    values: list[str] | None = Field(default=None, description="Known values of a low-cardinality text column, "
+                                     "as the caller may read them.")
+
+
+class TemplateOut(BaseModel):
+    name: str
+    database: str
+    description: str
+    sql: str
+    questions: list[str] = Field(description="Example questions with `{name}` slots.")
+    parameters: list[TemplateParameterOut]
+    uses: int = Field(description="Answers the template gave (asked or run).")
+    starter: str | None = Field(description="The first question with the defaults filled in.")
+    created_by: str | None = None
+    created_at: str | None = None
+    example_id: int | None = None
+    last_used_at: str | None = None
+
+
+class TemplateList(BaseModel):
+    templates: list[TemplateOut]
+
+
+class TemplateRun(RequestBody):
+    parameters: dict[str, str | int | float | bool] = Field(default_factory=dict, max_length=10,
+                                                            description="Values by parameter name.")
+    max_rows: int | None = Field(default=None, ge=1, description="A lower row cap.")
+
+
+class TemplateSuggestion(BaseModel):
+    database: str
+    question: str
+    sql: str
+    asked: int = Field(description="Answers audited for this question (case, spacing and end punctuation aside).")
+    confirmed: int = Field(description="Of them, marked correct by their owner.")
+    approved: int = Field(description="Approved examples with this question.")
+    example_id: int | None = Field(description="The latest approved example, to promote.")
+
+
+class TemplateSuggestions(BaseModel):
+    suggestions: list[TemplateSuggestion]

@@ -18,6 +18,7 @@ from starlette.types import Scope
 
 from gateway import errors
 from gateway.auth.resource import Challenge, challenge, host_of
+from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 
 PROBLEM_JSON = "application/problem+json"
@@ -38,6 +39,7 @@ def problem_response(error: errors.GatewayError, request_id: str | None = None, 
     }
     if request_id:
         body["request_id"] = request_id
+    metrics.PROBLEMS.labels(code=error.code).inc()
     body.update({k: v for k, v in error.extra.items() if k not in body})
     # X-Request-ID is added by the middleware to every response, problems included.
     headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}

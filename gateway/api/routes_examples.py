@@ -14,7 +14,7 @@ from gateway.auth import Principal
 from gateway.auth.access import authorize
 from gateway.feedback import store_of
 from gateway.ownership import owner_of
-from gateway.review import decide, listing
+from gateway.review import decide, listing, with_context
 from gateway.state import GatewayState
 
 # Every route needs a dba key (see gateway.auth.access.ROUTE_ROLES).
@@ -43,8 +43,9 @@ async def list_examples(
     state: GatewayState = Depends(get_state),
     principal: Principal = Depends(authorize),
 ) -> ExampleList:
-    found = await listing(store_of(state.store), status, database, principal.may_use, limit)
-    return ExampleList(examples=[ExampleOut(**e.as_dict()) for e in found])
+    store = store_of(state.store)
+    found = await listing(store, status, database, principal.may_use, limit)
+    return ExampleList(examples=[ExampleOut(**e) for e in await with_context(store, found)])
 
 
 @router.post(

@@ -3,12 +3,12 @@ reset to the shipped default, per database or global."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query
 
 from gateway import errors
-from gateway.api.deps import get_state
+from gateway.api.deps import get_gateway, get_state
 from gateway.api.models import (
     ActivateRequest,
     GuidelineDetail,
@@ -19,16 +19,21 @@ from gateway.api.models import (
     GuidelineSummary,
     RegenerateRequest,
     RegenerateResponse,
+    RegressionReportOut,
+    RegressionReports,
     ResetRequest,
     RollbackRequest,
+    ShippedGuideline,
 )
 from gateway.api.problems import openapi_responses
 from gateway.auth import ALL_DATABASES, Principal, Role
 from gateway.auth.access import authorize
 from gateway.feedback import store_of
 from gateway.magic import lifecycle
+from gateway.service import Gateway
 from gateway.state import GatewayState
-from gateway.store import guidelines
+from gateway.store import guidelines, regressions
+from gateway.store.guidelines import GuidelineVersion
 from gateway.store.pool import store_faults
 
 # Every route needs a DBA key (see gateway.auth.access.ROUTE_ROLES); a database's versions also need a key
@@ -53,6 +58,32 @@ def _check(principal: Principal, database: str | None) -> None:
     """Reading: a database's versions need a key for that database (global ones any dba key)."""
     if database is not None:
         principal.check_database(database)
+
+
+def _visible(principal: Principal, report: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A replay report or gate evaluation with only the questions of databases ``principal`` may use: a global
+    version is replayed on every database's verified questions, and their SQL is no business of a DBA of one
+    database. Counts are recomputed from what remains."""
+    if report is None:
+        return None
+    out = dict(report)
+    for key in ("items", "regressions"):
+        if isinstance(out.get(key), list):
+            out[key] = [i for i in out[key] if not isinstance(i, dict) or i.get("database") is None
+                        or principal.may_use(i["database"])]
+    if isinstance(out.get("counts"), dict) and isinstance(out.get("items"), list):
+        counts = dict.fromkeys(out["counts"], 0)
+        counts["replayed"] = len(out["items"])
+        for item in out["items"]:
+            counts[item["verdict"]] = counts.get(item["verdict"], 0) + 1
+        out["counts"] = counts
+    if "regressed" in out and isinstance(out.get("regressions"), list):
+        out["regressed"] = len(out["regressions"])
+    return out
+
+
+def _detail(principal: Principal, version: GuidelineVersion) -> GuidelineDetail:
+    return GuidelineDetail(**{**version.as_dict(), "evaluation": _visible(principal, version.evaluation)})
 
 
 def _may_change(principal: Principal, database: str | None) -> None:
@@ -110,6 +141,18 @@ async def list_events(database: DatabaseQuery = None, scope: ScopeQuery = "all",
                                    if e.database is None or principal.may_use(e.database)])
 
 
+@router.get("/shipped", response_model=ShippedGuideline, summary="The shipped guideline file a database falls back to",
+            description="The text of `<guidelines_dir>/<database>.md`, else `default.md`: what the database's "
+            "questions use while neither its own nor a global stored version is active (see `in_force` on "
+            "`GET /v1/guidelines?database=`). Needs no store.",
+            responses=openapi_responses(errors.Unauthorized, errors.Forbidden, errors.UnknownDatabase))
+async def get_shipped(database: Annotated[str, Query(min_length=1, max_length=128, pattern=r"^[^\x00]*$",
+                                                     description="The database whose fallback file to show.")],
+                      gateway: Gateway = Depends(get_gateway),
+                      principal: Principal = Depends(authorize)) -> ShippedGuideline:
+    return ShippedGuideline(**await gateway.shipped_guideline(database, principal=principal))
+
+
 @router.get("/{version}", response_model=GuidelineDetail, summary="One version: text, provenance, evaluation",
             responses=openapi_responses(errors.UnknownGuidelineVersion, *STORE))
 async def get_guideline(version: Version, state: GatewayState = Depends(get_state),
@@ -117,7 +160,30 @@ async def get_guideline(version: Version, state: GatewayState = Depends(get_stat
     with store_faults("the version could not be read"):
         found = await lifecycle.get(store_of(state.store), version)
     _check(principal, found.database)
-    return GuidelineDetail(**found.as_dict())
+    return _detail(principal, found)
+
+
+@router.get("/{version}/regressions", response_model=RegressionReports,
+            summary="The version's regression replays, newest first",
+            description="Each replay of the verified set run before an activation of this candidate: what was "
+            "right with the guideline in force and is wrong with the candidate, with a reason per question and "
+            "the SQL before and after; suspect references are flagged and not counted. The newest report comes "
+            "whole, the older ones as summaries.",
+            responses=openapi_responses(errors.UnknownGuidelineVersion, *STORE))
+async def list_regressions(version: Version,
+                           limit: Annotated[int, Query(ge=1, le=100, description="At most this many.")] = 20,
+                           state: GatewayState = Depends(get_state),
+                           principal: Principal = Depends(authorize)) -> RegressionReports:
+    store = store_of(state.store)
+    with store_faults("the reports could not be read"):
+        found = await lifecycle.get(store, version)
+        _check(principal, found.database)
+        reports = await regressions.for_version(store.pool, version, limit=limit)
+    # The verdict (passed, regressed) is the whole replay's; the questions are only those the key may see.
+    return RegressionReports(reports=[
+        RegressionReportOut(**{**r.summary(), "counts": (_visible(principal, r.report) or {}).get("counts", {}),
+                               "report": _visible(principal, r.report) if n == 0 else None})
+        for n, r in enumerate(reports)])
 
 
 @router.post(
@@ -156,7 +222,7 @@ async def rollback(body: RollbackRequest | None = None, state: GatewayState = De
     with store_faults("the version was not activated"):
         activated = await lifecycle.rollback(state, store_of(state.store), body.version, database=body.database,
                                              actor=_actor(principal))
-    return GuidelineDetail(**activated.as_dict())
+    return _detail(principal, activated)
 
 
 @router.post(
@@ -181,8 +247,12 @@ async def reset(body: ResetRequest | None = None, state: GatewayState = Depends(
     "on held-out material first and activated only when it is not worse than the guideline it would replace "
     "(`force` skips that): whole questions through the pipeline on held-out verified examples when there are "
     "`magic.gate_question_min_examples` of them, else one reflection per held-out correction; the evaluation "
-    "says which. A version that was active before (a rollback) is activated at once.",
-    responses=openapi_responses(errors.UnknownGuidelineVersion, errors.GuidelineGateFailed,
+    "says which. Before that, the scope's verified set is replayed under both guidelines "
+    "(`magic.replay_regressions`): a question right before and wrong with the candidate refuses it with "
+    "`guideline_regressed`, naming each question, the reason and the SQL before and after (reports: "
+    "`GET /v1/guidelines/{version}/regressions`). A version that was active before (a rollback) is activated at "
+    "once.",
+    responses=openapi_responses(errors.UnknownGuidelineVersion, errors.GuidelineGateFailed, errors.GuidelineRegressed,
                                 errors.LLMNotConfigured, errors.LLMUnavailable, *STORE),
 )
 async def activate(version: Version, body: ActivateRequest | None = None,
@@ -193,4 +263,4 @@ async def activate(version: Version, body: ActivateRequest | None = None,
         _may_change(principal, (await lifecycle.get(store, version)).database)
         activated = await lifecycle.activate(state, store, version, force=body.force if body else False,
                                              actor=_actor(principal))
-    return GuidelineDetail(**activated.as_dict())
+    return _detail(principal, activated)

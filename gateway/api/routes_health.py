@@ -25,7 +25,9 @@ async def healthz() -> dict[str, str]:
     "reason in words (or when no database is configured). "
     "`privileges` lists, per database, what the gateway's roles may do beyond the rules (a hidden column they "
     "can read, writes, superuser, BYPASSRLS; checked at start-up and again at most once a minute); such a "
-    "problem makes the answer 503 only for a database whose `privilege_check` is `fail`.",
+    "problem makes the answer 503 only for a database whose `privilege_check` is `fail`. With a store, "
+    "`changes` shows whether this replica listens for the store's change notifications and the versions "
+    "(keys, guidelines, examples) it serves: a replica whose versions trail the others' lags.",
     responses={503: {"description": "At least one database does not answer (or fails its privilege check), "
                                     "or none is configured."}},
 )

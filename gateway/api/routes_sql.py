@@ -13,7 +13,14 @@ from starlette.responses import Response, StreamingResponse
 from gateway import errors
 from gateway.api.deps import get_gateway
 from gateway.api.disconnect import cancel_on_disconnect
-from gateway.api.models import CheckRequest, CheckResponse, DatabasesResponse, SqlRequest, SqlResponse
+from gateway.api.models import (
+    CheckRequest,
+    CheckResponse,
+    DatabasesResponse,
+    SqlRequest,
+    SqlResponse,
+    StartersResponse,
+)
 from gateway.api.problems import openapi_responses
 from gateway.auth import Principal
 from gateway.auth.access import authorize
@@ -122,6 +129,19 @@ async def get_databases(gateway: Gateway = Depends(get_gateway),
 
 
 @router.get(
+    "/databases/{name}/semantic",
+    summary="The database's semantic model",
+    description="Metrics (type, synonyms, SQL definition, the dimensions they can be grouped by), dimensions "
+    "(time grains, synonyms), default filters and verified questions. Metrics and dimensions that read what "
+    "the rules hide are left out. `configured` is false when the database has no semantic model.",
+    responses=openapi_responses(*AUTH, errors.UnknownDatabase, errors.SemanticUnavailable, errors.RulesUnavailable),
+)
+async def get_semantic(name: str, gateway: Gateway = Depends(get_gateway),
+                       principal: Principal = Depends(authorize)) -> Response:
+    return Response(json.dumps(gateway.semantic(name, principal=principal)), media_type="application/json")
+
+
+@router.get(
     "/databases/{name}/schema",
     summary="Introspected schema of a database, a page at a time",
     description="Tables and views the gateway's role may read, with columns, types, keys and comments. "
@@ -143,3 +163,18 @@ async def get_schema(name: str, gateway: Gateway = Depends(get_gateway),
     schema = await gateway.schema(name, tables=wanted, detail=detail, limit=limit, offset=offset,
                                   principal=principal)
     return Response(json.dumps(schema, default=str), media_type="application/json")
+
+
+@router.get(
+    "/databases/{name}/starters",
+    response_model=StartersResponse,
+    summary="Starter questions for a database",
+    description="Questions the database is known to answer well, to offer before the first question: its "
+    "verified (approved) questions, oldest first, at most 8; these also answer without an LLM when "
+    "`store.exact_match_answers` is on. Empty without a store, and for a caller under a row policy (stored "
+    "questions may name another tenant's values).",
+    responses=openapi_responses(*AUTH, errors.UnknownDatabase),
+)
+async def get_starters(name: str, gateway: Gateway = Depends(get_gateway),
+                       principal: Principal = Depends(authorize)) -> StartersResponse:
+    return StartersResponse.model_validate({"starters": await gateway.starters(name, principal=principal)})

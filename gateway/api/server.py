@@ -371,6 +371,9 @@ class Supervisor:
             processes = [self._start(sock) for _ in range(self.workers)]
             log.info("workers_started", workers=self.workers, pids=[p.pid for p in processes],
                      host=self.settings.server.host, port=self.settings.server.port, metrics_dir=str(metrics_dir))
+            from gateway.banner import print_banner  # each worker checks privileges; their log lines say it
+
+            print_banner(self.settings, None)
             while not self.stopping:
                 wait([p.sentinel for p in processes], timeout=0.5)
                 for i, process in enumerate(processes):

@@ -30,9 +30,17 @@ ROUTE_ROLES: dict[str, Role] = {
     "/v1/databases": Role.CLIENT,
     "/v1/databases/{name}/schema": Role.DBA,
     "/v1/databases/{name}/rules": Role.DBA,  # names what the rules hide
+    "/v1/databases/{name}/rules/console": Role.DBA,  # edits them (gateway.Gateway.edit_rules decides too)
+    "/v1/databases/{name}/starters": Role.CLIENT,  # verified questions (none under a row policy)
+    "/v1/history": Role.CLIENT,  # the caller's own answers (gateway.history decides who sees what)
+    "/v1/answers/{request_id}": Role.CLIENT,
+    "/v1/about": Role.CLIENT,  # version, uptime, LLM model (its endpoint for dba and admin only)
+    "/v1/databases/{name}/semantic": Role.CLIENT,  # metric definitions, what the rules hide left out
     "/v1/whoami": Role.CLIENT,  # a key learns its own role and databases, nothing about others
     "/v1/guidelines*": Role.DBA,
     "/v1/examples*": Role.DBA,  # reviewing what clients teach (gateway.review)
+    # Listing and running are for every key; Gateway refuses creating, deleting and suggestions below dba.
+    "/v1/templates*": Role.CLIENT,
 }
 
 class _DeclaredBearer(HTTPBearer):

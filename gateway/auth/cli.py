@@ -18,6 +18,7 @@ import typer
 from gateway import deadline as request_deadline
 from gateway import errors
 from gateway.auth.keys import ALL_DATABASES, Role, new_token
+from gateway.cli_style import CLI_STYLE
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-app = typer.Typer(name="keys", help="Create, list and revoke the API keys clients send as bearer tokens.",
+app = typer.Typer(**CLI_STYLE, name="keys", help="Create, list and revoke the API keys clients send as bearer tokens.",
                   no_args_is_help=True)
 
 # Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).

@@ -13,12 +13,13 @@ columns of tables whose rows do not depend on the reader (judged on the safety c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from gateway import safety
 from gateway.context.cache import SchemaCache, SchemaSnapshot
-from gateway.context.model import Context, Example, Guideline, estimate_tokens
+from gateway.context.model import Context, Example, Guideline, ValueHint, estimate_tokens
 from gateway.context.prune import Rendered, TableIndex, TableWords, fits, neighbours, select, table_words
 from gateway.context.render import Redactor, render_rules, render_table, scoped_guideline
 from gateway.context.scope import is_row_filtered, row_filtered
@@ -28,6 +29,7 @@ from gateway.context.words import identifiers, phrases, terms
 from gateway.execute.introspect import Schema
 from gateway.rules.model import RuleSet
 from gateway.rules.visibility import visible_schema
+from gateway.semantic.model import SemanticModel
 
 if TYPE_CHECKING:
     from gateway.execute import Target
@@ -178,11 +180,44 @@ def _examples_policy(snapshot: SchemaSnapshot, readable: Schema, rules: RuleSet,
                          extra_functions=rules.extra_functions)
 
 
+def semantic_grounding(model: SemanticModel, text: str, hidden: Callable[[str], bool]) -> str:
+    """The semantic model's catalog for the metrics and dimensions ``text`` touches; "" when it touches none."""
+    from gateway.semantic.grounding import touched
+    from gateway.semantic.prompts import catalog
+
+    found = touched(model, text)
+    if not found:
+        return ""
+    lines = [line for line in catalog(model, found).splitlines() if not hidden(line)]
+    return ("Semantic model: a column named as one of these metrics must compute exactly its definition, joining "
+            "only along the model's relationships.\n" + "\n".join(lines))
+
+
+def semantic_value_hints(model: SemanticModel, text: str, schema: Schema, hints: list[ValueHint]) -> list[ValueHint]:
+    """``hints`` plus a hint for each value synonym of the model found as whole words in ``text``, for the
+    columns the caller's schema shows (a hidden column has no table entry here, so it yields nothing)."""
+    from gateway.semantic.grounding import _norm
+
+    words = _norm(text)
+    out = list(hints)
+    for word, table_name, column, value in model.value_synonyms():
+        phrase = _norm(word)
+        table = schema.table(table_name)
+        if phrase.strip() and phrase in words and table is not None and any(c.name == column for c in table.columns):
+            hint = ValueHint(word, table.qualified_name, column, value, 1.0)
+            if not any((h.table, h.column, h.value) == (hint.table, hint.column, hint.value) for h in out):
+                out.insert(0, hint)
+            words = words.replace(phrase, " | ")
+    return out
+
+
 async def build_context(sources: Sources, settings: ContextSettings, target: Target, rules: RuleSet,
                         question: str, evidence: str | None, *, role: str | None = None,
-                        claims: tuple[tuple[str, str], ...] = ()) -> Context:
+                        claims: tuple[tuple[str, str], ...] = (), semantic: SemanticModel | None = None) -> Context:
     """The context for ``question`` on ``target`` under ``rules``, as a caller acting as Postgres ``role``
-    with row-policy ``claims`` may read it; DatabaseUnavailable when it cannot, ``unknown_pg_role``."""
+    with row-policy ``claims`` may read it; DatabaseUnavailable when it cannot, ``unknown_pg_role``.
+    ``semantic``: the database's semantic model; the metrics and dimensions the question touches join the
+    rules text with their exact definitions (a line naming a hidden object is left out)."""
     database = target.name
     snapshot = await sources.schemas.view(target, rules, role, claims)
     prepared = _prepare(snapshot, rules, settings.sample_values)
@@ -198,12 +233,17 @@ async def build_context(sources: Sources, settings: ContextSettings, target: Tar
     kept = [name for name, _ in chosen]
     schema_text = "\n\n".join(render(n).compact if compact else render(n).full for n, compact in chosen)
     rules_text = render_rules(rules, kept, redact)
+    if semantic is not None and not semantic.is_empty():
+        grounding = semantic_grounding(semantic, text, redact.mentions_hidden)
+        rules_text = "\n\n".join(filter(None, [rules_text, grounding]))
 
     guideline = prepared.guideline_for(await sources.guidelines.active(database))
     examples = await sources.examples.similar(database, question, settings.examples) if settings.examples else []
     # A verified example that names a hidden object (from before it was hidden), or reads what the caller
     # may not, must not reach the prompt.
     examples = [e for e in examples if prepared.shows(e)]
+    if semantic is not None:  # the model's value synonyms ("NA" is 'North America'), on visible columns only
+        hints = semantic_value_hints(semantic, text, prepared.schema, hints)
     hints = [h for h in hints if h.table in kept]
     parts = [schema_text, rules_text, guideline.text, *(f"{e.question}\n{e.sql}" for e in examples),
              *(h.as_text() for h in hints), question, evidence or ""]

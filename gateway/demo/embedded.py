@@ -152,6 +152,28 @@ class EmbeddedPostgres:
             return
         self._pg_ctl("-w", "-t", "60", "-m", mode, "stop")
 
+    def standby(self, data_dir: Path, **settings: str) -> EmbeddedPostgres:
+        """A streaming standby of this running server in ``data_dir`` (which must not exist), started: a copy
+        by ``pg_basebackup -R`` (replication over the socket, trust), with ``settings`` appended to its
+        postgresql.auto.conf (e.g. ``max_standby_streaming_delay='0'``)."""
+        data_dir = Path(data_dir).expanduser().absolute()
+        data_dir.mkdir(mode=0o700, parents=True)  # empty: pg_basebackup fills it
+        if self._system_user is not None:
+            entry = _ensure_system_user(self._system_user)
+            _open_prefixes(data_dir)
+            os.chown(data_dir, entry.pw_uid, entry.pw_gid)
+        host = "127.0.0.1" if self.tcp else str(self.socket_dir)
+        self._run("pg_basebackup", "-D", str(data_dir), "-R", "-X", "stream", "-c", "fast",
+                  "-h", host, "-p", str(self.port), "-U", SUPERUSER)
+        for copied in [*data_dir.glob(".s.PGSQL.*"), data_dir / "log"]:  # the primary's socket lock and log
+            copied.unlink(missing_ok=True)
+        with (data_dir / "postgresql.auto.conf").open("a") as conf:
+            for name, value in settings.items():
+                conf.write(f"{name} = '{value}'\n")
+        standby = EmbeddedPostgres(data_dir, tcp=self.tcp, durable=self.durable)
+        standby.start()
+        return standby
+
     def restart(self) -> None:
         """Stop and start again on the same data dir, socket and port."""
         self.stop()
@@ -232,7 +254,7 @@ class EmbeddedPostgres:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             info = _PostmasterPid.read(self.data_dir)
-            if info is not None and info.status == "ready" and info.alive():
+            if info is not None and info.status in ("ready", "standby") and info.alive():
                 return
             time.sleep(0.05)
         raise EmbeddedPostgresError(

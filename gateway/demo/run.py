@@ -13,6 +13,7 @@ from types import FrameType
 from gateway.assets import shipped_dir
 from gateway.demo.embedded import EmbeddedPostgres, default_data_dir
 from gateway.demo.generator import derive_dsn, ensure_demo_database
+from gateway.demo.lock import demo_lock
 from gateway.ports import ensure_port_free
 from gateway.settings import DatabaseSettings, Settings, load_settings
 from gateway.store import examples
@@ -29,6 +30,7 @@ nl2sql-gateway demo is serving on http://127.0.0.1:{port}  (Ctrl-C or SIGTERM st
   Demo database: {reader_dsn}  (read-only role; psql "{reader_dsn}")
   OpenAPI docs:  http://127.0.0.1:{port}/docs
   Web console:   http://127.0.0.1:{port}/console/  (no sign-in needed: access control is off on loopback)
+  LLM:           {llm}
 
 Every other command reaches the running demo through its config file:
   export NL2SQL_CONFIG={config}
@@ -47,10 +49,21 @@ USING (customer_id) JOIN regions r ON r.region_id = c.region_id GROUP BY r.name 
        -d '{{"sql": "SELECT pg_sleep(10)"}}'
   curl -s -X POST http://127.0.0.1:{port}/v1/ask -H 'content-type: application/json' \\
        -d '{{"database": "demo", "question": "How many orders were placed per region?"}}'
-       (a verified example answers this one offline; other questions need an LLM: set OPENAI_BASE_URL,
-        OPENAI_API_KEY and NL2SQL_LLM__MODEL before starting the demo)
-  curl -s http://127.0.0.1:{port}/metrics | grep ^nl2sql_ | head
+{ask_note}  curl -s http://127.0.0.1:{port}/metrics | grep ^nl2sql_ | head
 """
+
+
+NO_LLM_NOTE = """       (a verified example answers this one offline; other questions need an LLM: set OPENAI_BASE_URL,
+        OPENAI_API_KEY and NL2SQL_LLM__MODEL before starting the demo)
+"""
+
+
+def demo_banner(settings: Settings, data_dir: Path, config: Path) -> str:
+    """What the demo prints once it is ready; the LLM hint only when no LLM is configured."""
+    from gateway.banner import llm_line
+
+    return BANNER.format(port=settings.server.port, data_dir=data_dir, reader_dsn=settings.databases["demo"].dsn,
+                         config=config, llm=llm_line(settings), ask_note="" if settings.llm.model else NO_LLM_NOTE)
 
 
 async def _prepare(server: EmbeddedPostgres) -> tuple[str, str]:
@@ -91,6 +104,7 @@ def demo_settings(reader_dsn: str, store_dsn: str, port: int) -> Settings:
     settings = load_settings(
         databases={"demo": DatabaseSettings(dsn=reader_dsn, description=DESCRIPTION)},
         rules_dir=shipped_dir("rules"),  # the shipped rules/demo.yaml, wherever the demo is started from
+        semantic_dir=shipped_dir("semantic"),  # the shipped semantic/demo.yaml: metrics, dimensions, synonyms
     )
     settings.server.host = "127.0.0.1"  # the demo never listens beyond loopback
     settings.auth.enabled = False  # no API keys to hand out: allowed on loopback only (gateway.auth)
@@ -155,8 +169,14 @@ def run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]
 
 
 def _run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None]) -> None:
-    ensure_port_free("127.0.0.1", port)  # before the embedded server starts or a banner says "serving"
-    data_dir = data_dir or default_data_dir()
+    data_dir = (data_dir or default_data_dir()).expanduser().absolute()
+    # Before the port check: a second `demo` with the same defaults is told about the first, not the port.
+    with demo_lock(data_dir, port):
+        ensure_port_free("127.0.0.1", port)  # before the embedded server starts or a banner says "serving"
+        _serve_demo(data_dir, port, serve)
+
+
+def _serve_demo(data_dir: Path, port: int, serve: Callable[[Settings], None]) -> None:
     server = EmbeddedPostgres(data_dir)
     print(f"starting embedded Postgres in {data_dir} ...", flush=True)
     try:
@@ -164,7 +184,7 @@ def _run_demo(data_dir: Path | None, port: int, serve: Callable[[Settings], None
         reader_dsn, store_dsn = asyncio.run(_prepare(server))
         settings = demo_settings(reader_dsn, store_dsn, port)
         config = write_config(data_dir / CONFIG_FILE, settings)
-        print(BANNER.format(port=port, data_dir=data_dir, reader_dsn=reader_dsn, config=config), flush=True)
+        print(demo_banner(settings, data_dir, config), flush=True)
         serve(settings)
     finally:
         print("stopping embedded Postgres ...", flush=True)

@@ -15,6 +15,7 @@ import typer
 from typer.core import TyperGroup
 
 from gateway import extras
+from gateway.cli_style import CLI_STYLE
 from gateway.eval.questions import Question, QuestionSetError, load_questions, question_set_digest, shipped
 from gateway.eval.runfolder import RunFolder, RunFolderError, new_run_id
 from gateway.eval.scenarios import DEFAULT_GUIDELINES, DEFAULT_REFLECTIONS, Scenario, ScenarioError, matrix
@@ -29,9 +30,11 @@ class _RunByDefault(TyperGroup):
 
 
 eval_app = typer.Typer(
+    **CLI_STYLE,
     cls=_RunByDefault, no_args_is_help=True, add_completion=False,
     help="Measure accuracy: run a question set through the pipeline and score execution accuracy (EX). "
-         "`eval QUESTIONS.jsonl` runs it; `eval compare A B` compares two runs; `eval report RUN` rebuilds a report.",
+         "`eval QUESTIONS.jsonl` runs it; `eval compare A B` compares two runs; `eval report RUN` rebuilds a report; "
+         "`eval replay` replays the verified set under a change (guideline, model, rules) and lists regressions.",
 )
 
 RunsDir = Annotated[Path, typer.Option("--runs-dir", help="Folder that holds one sub-folder per run.")]
@@ -112,18 +115,27 @@ def run_command(
         raise _fail(str(exc)) from exc
     questions = questions[:limit] if limit else questions
     manifest = _manifest(settings, path, questions, scenarios, concurrency)
+    made: list[RunFolder] = []
+
+    def make_folder() -> RunFolder:  # once the preflight passed: a run that cannot start leaves no folder
+        try:
+            folder, resumed = RunFolder.create_or_resume(runs_dir / (run_id or new_run_id()), manifest)
+        except RunFolderError as exc:
+            raise _fail(str(exc)) from exc
+        typer.echo(f"{'resuming' if resumed else 'starting'} run {folder.run_id} in {folder.path}: "
+                   f"{len(questions)} questions x {len(scenarios)} scenarios "
+                   f"({', '.join(s.name for s in scenarios)})", err=True)
+        made.append(folder)
+        return folder
+
     try:
-        folder, resumed = RunFolder.create_or_resume(runs_dir / (run_id or new_run_id()), manifest)
-    except RunFolderError as exc:
-        raise _fail(str(exc)) from exc
-    typer.echo(f"{'resuming' if resumed else 'starting'} run {folder.run_id} in {folder.path}: {len(questions)} "
-               f"questions x {len(scenarios)} scenarios ({', '.join(s.name for s in scenarios)})", err=True)
-    try:
-        status = asyncio.run(run_session(settings, folder, questions, scenarios, concurrency=concurrency,
+        status = asyncio.run(run_session(settings, make_folder, questions, scenarios, concurrency=concurrency,
                                          progress=progress, collect=collect_corrections, log_level=log_level))
     except KeyboardInterrupt:
-        raise _fail(f"interrupted: finished results are saved in {folder.path}; resume with "
-                    f"--run-id {folder.run_id}", 130) from None
+        if not made:
+            raise _fail("interrupted before the run started", 130) from None
+        raise _fail(f"interrupted: finished results are saved in {made[0].path}; resume with "
+                    f"--run-id {made[0].run_id}", 130) from None
     raise typer.Exit(status if status == 2 else _without_charts(status))  # 2: it could not start, wrote nothing
 
 
@@ -188,3 +200,33 @@ def report_command(
     write_report(folder)
     typer.echo(str(folder.report_dir / "report.md"))
     raise typer.Exit(_without_charts(0))
+
+
+@eval_app.command("replay")
+def replay_command(
+    config: Annotated[Path | None, typer.Option("--config", "-c", exists=True, dir_okay=False,
+                                                   envvar="NL2SQL_CONFIG", help="TOML config file.")] = None,
+    database: Annotated[list[str] | None, typer.Option("--database", "-d", help="Only this database's verified "
+                                                       "examples (repeatable); default: every configured one.")] = None,
+    guideline: Annotated[str | None, typer.Option(help="A stored guideline version (vN) to use instead of the one "
+                                                  "in force.")] = None,
+    model: Annotated[str | None, typer.Option(help="Another LLM model for the questions (ask.model).")] = None,
+    rules_dir: Annotated[Path | None, typer.Option(exists=True, file_okay=False, help="Read the DBA rules from "
+                                                   "this folder instead of rules_dir.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many verified questions.")] = 200,
+    concurrency: Annotated[int, typer.Option(min=1, help="Questions replayed at once.")] = 2,
+    out: Annotated[Path | None, typer.Option("--out", "-o", dir_okay=False, help="Also write the report as "
+                                             "JSON here.")] = None,
+) -> None:
+    """Replay the verified set (approved examples) under the configuration in force and under a change; print
+    what was right before and is wrong now, with a reason per question, cost and latency.
+
+    The report is stored (console: Guideline, Regressions). Exit status 1 when a question regressed, 2 when it
+    cannot start.
+    """
+    from gateway.eval.replay_session import replay_session
+
+    settings = _load_settings(config)
+    status = asyncio.run(replay_session(settings, databases=_split(database, ()), guideline=guideline, model=model,
+                                        rules_dir=rules_dir, limit=limit, concurrency=concurrency, json_path=out))
+    raise typer.Exit(status)

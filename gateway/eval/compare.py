@@ -28,7 +28,13 @@ def compare_runs(a: RunFolder, b: RunFolder) -> dict[str, Any]:
         keys = [k for k in common if k[0] == sa["name"]]
         gained = sorted(k[1] for k in keys if results_b[k].get("correct") and not results_a[k].get("correct"))
         lost = sorted(k[1] for k in keys if results_a[k].get("correct") and not results_b[k].get("correct"))
-        scenarios.append({"name": sa["name"], "n": sa["n"], "a": sa, "b": sb, "gained": gained, "lost": lost})
+        # each question right in A and wrong in B, with the reason and both SQLs: the regression report of a
+        # model, prompt or policy change measured as two runs
+        regressions = [{"id": q, "reason": results_b[(sa["name"], q)].get("reason"),
+                        "before_sql": results_a[(sa["name"], q)].get("sql"),
+                        "after_sql": results_b[(sa["name"], q)].get("sql")} for q in lost]
+        scenarios.append({"name": sa["name"], "n": sa["n"], "a": sa, "b": sb, "gained": gained, "lost": lost,
+                          "regressions": regressions})
     return {
         "a": a.run_id, "b": b.run_id,
         "same_questions": manifest_a.get("questions_digest") == manifest_b.get("questions_digest"),
@@ -72,4 +78,10 @@ def render_comparison(diff: dict[str, Any]) -> str:
     for s in changed:
         marks = [f"+{q}" for q in s["gained"]] + [f"-{q}" for q in s["lost"]]
         lines.append(f"  {s['name']}: {' '.join(marks)}")
+    regressed = [(s["name"], r) for s in diff["scenarios"] for r in s.get("regressions", [])]
+    if regressed:
+        lines += ["", "regressions (right in A, wrong in B), with the reason:"]
+        for name, r in regressed:
+            lines += [f"  {name} {r['id']}: {r['reason'] or '?'}", f"    A: {r['before_sql'] or '-'}",
+                      f"    B: {r['after_sql'] or '-'}"]
     return "\n".join(lines) + "\n"

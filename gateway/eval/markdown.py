@@ -85,6 +85,7 @@ def render_markdown(report: dict[str, Any], charts: list[str] | None = None) -> 
         out += ["", "## What reflection changed", ""]
         out += _table(["scenario", "fixed", "broken"],
                       [[s["name"], ", ".join(s["fixed_ids"]) or "–", ", ".join(s["broken_ids"]) or "–"] for s in moved])
+    out += _reasons(report, scenarios)
     if report["gold_errors"]:
         out += ["", "## Questions left out (gold SQL unusable)", ""]
         out += [f"- `{qid}`: {reason}" for qid, reason in sorted(report["gold_errors"].items())]
@@ -99,6 +100,22 @@ def render_markdown(report: dict[str, Any], charts: list[str] | None = None) -> 
     out += ["", "✓ right, ✗ wrong, ◐ right only with extra columns allowed, ↑ fixed by reflection, "
             "↓ broken by reflection, · not run."]
     return "\n".join(out) + "\n"
+
+
+def _reasons(report: dict[str, Any], scenarios: list[dict[str, Any]]) -> list[str]:
+    """Why each wrong answer is wrong (error, blocked, empty, missing/extra rows or columns, wrong values, order)."""
+    wrong = [(q["id"], name, o) for q in report["per_question"] for name, o in q["outcomes"].items()
+             if not o["correct"]]
+    if not wrong:
+        return []
+    out = ["", "## Wrong answers and why", ""]
+    out += _table(["scenario", "reasons"], [[s["name"], ", ".join(f"{k} {v}" for k, v in (s.get("reasons") or {})
+                                                               .items()) or "–"] for s in scenarios])
+    out += [""]
+    out += _table(["question", "scenario", "reason", "status", "SQL"],
+                  [[qid, name, o.get("reason") or "?", str(o.get("status")),
+                    f"`{(o.get('sql') or o.get('error') or '').replace('|', '/')}`"] for qid, name, o in wrong])
+    return out
 
 
 def _validation(report: dict[str, Any], scenarios: list[dict[str, Any]]) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from typing import Any
 
 from gateway.context.model import Guideline
 from gateway.context.sources import FileGuidelineSource
@@ -134,12 +135,13 @@ class GoldFirst(LLMClient):
         self.inner, self.gold_sql = inner, gold_sql
 
     async def complete(self, messages: list[dict[str, str]], *, purpose: str, model: str,
-                       temperature: float | None = None, deadline: float | None = None) -> LLMReply:
+                       temperature: float | None = None, deadline: float | None = None,
+                       response_format: dict[str, Any] | None = None) -> LLMReply:
         if purpose == "generate":
             return LLMReply(text=f"<sql>{self.gold_sql}</sql>", prompt_tokens=0, completion_tokens=0, llm_ms=0.0,
                             model="gold")
         return await self.inner.complete(messages, purpose=purpose, model=model, temperature=temperature,
-                                         deadline=deadline)
+                                         deadline=deadline, response_format=response_format)
 
 
 def scenario_state(state: GatewayState, database: str, scenario: Scenario, guideline: Guideline) -> GatewayState:

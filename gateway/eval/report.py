@@ -157,6 +157,8 @@ def scenario_report(name: str, records: list[dict[str, Any]]) -> dict[str, Any]:
         "latency_ms_p50": round(p50, 1) if p50 is not None else None,
         "latency_ms_p95": round(p95, 1) if p95 is not None else None,
         "errors": sum(r.get("status") == "error" for r in scored),
+        # why the wrong answers are wrong (gateway.eval.reasons); answers recorded before reasons count as "?"
+        "reasons": dict(sorted(Counter(str(r.get("reason") or "?") for r in scored if not r.get("correct")).items())),
         "false_alarms": false_alarms(scored),
         # A clarifying question is not an answer: it counts as not correct in EX (asking back never raises EX)
         # and is reported here, so that it is not mistaken for wrong SQL.
@@ -194,6 +196,7 @@ def build_report(manifest: dict[str, Any], results: list[dict[str, Any]]) -> dic
             "correct": bool(r.get("correct")), "correct_extra": bool(r.get("correct_extra")),
             "first_correct": bool(r.get("first_correct")), "status": r.get("status"),
             "attempts": r.get("attempts", 0), "sql": r.get("sql"), "error": r.get("error"),
+            "reason": r.get("reason"),
         }
     return {
         "run": {k: manifest.get(k) for k in ("run_id", "questions_file", "questions_digest", "model", "llm_base_url",

@@ -22,6 +22,7 @@ from typing import Any
 from gateway import errors
 from gateway.context.model import Guideline
 from gateway.eval.questions import Question
+from gateway.eval.reasons import why_wrong
 from gateway.eval.runfolder import RunFolder
 from gateway.eval.scenarios import Scenario
 from gateway.eval.score import WRONG, Gold, Verdict, run_gold, score
@@ -122,7 +123,7 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
             raise
         latency_ms = (time.perf_counter() - started) * 1000
         trace = exc.extra.get("attempts") or []
-        return {**base, "status": "error", "error": f"{exc.code}: {exc.detail}", "correct": False,
+        return {**base, "status": "error", "error": f"{exc.code}: {exc.detail}", "reason": "error", "correct": False,
                 "correct_extra": False, "first_correct": False, "attempts": len(trace), "llm_calls": len(trace),
                 "prompt_tokens": sum(a.get("tokens", {}).get("prompt", 0) for a in trace),
                 "completion_tokens": sum(a.get("tokens", {}).get("completion", 0) for a in trace),
@@ -137,6 +138,7 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
         "sql": answer.chosen.sql if answer.chosen else None,
         "first_sql": answer.attempts[0].sql if answer.attempts else None,
         "correct": final.strict,
+        "reason": None if final.strict else _reason(gold, answer),
         "correct_extra": final.extra,
         "correct_defog": final.defog,
         "correct_bird": final.bird,
@@ -160,6 +162,20 @@ async def _answer_and_score(state: GatewayState, q: Question, scenario: Scenario
         **_candidates(gold, answer, q.question),
         "finished_at": _now(),
     }
+
+
+def _reason(gold: Gold, answer: Answer) -> str | None:
+    """Why the final answer is wrong, against the first gold alternative (see :mod:`gateway.eval.reasons`)."""
+    if not gold.alternatives:
+        return None
+    alt, chosen = gold.alternatives[0], answer.chosen
+    result = chosen.result if chosen is not None and answer.status in ("ok", "suspicious") else None
+    error = None
+    if result is None:
+        codes = ", ".join(chosen.codes) if chosen is not None else ""
+        error = f"{answer.status}: {codes or answer.stop_reason}"
+    return why_wrong(alt.columns, alt.rows, error, columns=[c.name for c in result.columns] if result else None,
+                     rows=result.rows if result else None, ordered=alt.ordered, order_key=alt.order_key)
 
 
 def _extra_calls(answer: Answer) -> int:

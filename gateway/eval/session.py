@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import Any, TextIO
 
@@ -25,11 +25,15 @@ NOTHING_SCORED = 1  # exit status when the run finished without a single scored 
 STOPPED = 3  # exit status when infrastructure trouble stopped the run (finished results are kept)
 
 
-async def run_session(settings: Settings, folder: RunFolder, questions: Sequence[Question],
+async def run_session(settings: Settings, folder: RunFolder | Callable[[], RunFolder], questions: Sequence[Question],
                       scenarios: Sequence[Scenario], *, concurrency: int, progress: bool, collect: bool,
                       log_level: str = "WARNING", answer_fn: AnswerFn = pipeline.answer,
                       out: TextIO | None = None) -> int:
-    """Run, write the report, optionally collect corrections; returns the process exit status."""
+    """Run, write the report, optionally collect corrections; returns the process exit status.
+
+    ``folder`` may be a function that makes the run folder: it is called only once the preflight passed,
+    so a run that cannot start leaves no empty folder behind.
+    """
     out = out or sys.stdout
     configure_logging(log_level, settings.logging.json_logs)
     needs_store = collect or any(s.guideline_version is not None for s in scenarios)
@@ -39,6 +43,8 @@ async def run_session(settings: Settings, folder: RunFolder, questions: Sequence
             state = await stack.enter_async_context(pipeline.open_gateway(settings))
             await pipeline.preflight(state, questions)
             guidelines = await _guidelines(settings, store, questions, scenarios)
+            if not isinstance(folder, RunFolder):
+                folder = folder()
         except pipeline.EvalSetupError as exc:
             print(f"cannot start: {exc}", file=sys.stderr)
             return 2
@@ -93,6 +99,11 @@ def summary_table(report: dict[str, Any]) -> str:
                      f"{pct(s.get('ex_bird')):>7} {pct(s['first_pass_ex']):>7} {s['fixed']:>6} {s['broken']:>7} "
                      f"{pct(alarms):>7} {s['llm_calls_per_question'] or 0:>8.2f} "
                      f"{s['tokens_per_question'] or 0:>9.0f} {s['latency_ms_p50'] or 0:>8.0f}")
+    wrong = [(s["name"], s.get("reasons") or {}) for s in report["scenarios"]]
+    if any(reasons for _, reasons in wrong):
+        lines += ["", "wrong answers by reason:"]
+        lines += [f"{name:<24} " + ", ".join(f"{k} {v}" for k, v in reasons.items()) for name, reasons in wrong
+                  if reasons]
     findings = report.get("findings") or {}
     if findings.get("attempts"):
         lines += ["", f"finding codes over {findings['attempts']} distinct attempts ({findings['correct']} right, "
@@ -102,4 +113,9 @@ def summary_table(report: dict[str, Any]) -> str:
                   f"{pct(c['precision']):>10} {pct(c['recall']):>7}" for c in findings["codes"] if c["fired"]]
         if not any(c["fired"] for c in findings["codes"]):
             lines.append("(no finding fired)")
+    dropped = report.get("gold_errors") or {}
+    if dropped:  # not scored in any scenario: say which and why, not only in report.md
+        lines += ["", f"{len(dropped)} question{'s' if len(dropped) > 1 else ''} left out of the scores "
+                  f"({'their' if len(dropped) > 1 else 'its'} gold SQL failed):"]
+        lines += [f"  {qid}: {reason}" for qid, reason in sorted(dropped.items())]
     return "\n".join(lines) + "\n"

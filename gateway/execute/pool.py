@@ -8,6 +8,7 @@ itself (gateway.execute.statements); a connection whose reset fails is discarded
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from gateway import deadline, errors, masking
 from gateway.execute import faults, statements, values
 from gateway.execute.backoff import ConnectBackoff
 from gateway.execute.budget import ResultBudget
+from gateway.observability import metrics
 from gateway.observability.logging import get_logger
 from gateway.settings import DatabaseSettings, Settings
 
@@ -63,6 +65,7 @@ _CODECS: tuple[tuple[str, Literal["binary", "tuple", "text"], Callable[[Any], An
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
+    await statements.detect_pooler(conn)
     for type_name, wire, encoder, decoder in _CODECS:
         await conn.set_type_codec(type_name, schema="pg_catalog", encoder=encoder, decoder=decoder, format=wire)
 
@@ -78,23 +81,40 @@ async def _reset_connection(conn: asyncpg.Connection) -> None:
     statements.cleared(session)
 
 
-def why_unavailable(exc: BaseException, database: str) -> str:
-    """A failure to reach ``database`` in words a person can act on (no exception class names)."""
-    variable = f"NL2SQL_DATABASES__{database.upper()}__PASSWORD"
+def why_unavailable(exc: BaseException, database: str, where: str | None = None) -> str:
+    """A failure to reach ``database`` in words a person can act on (no exception class names).
+
+    ``where`` is what the person wrote the DSN as (``--dsn``); by default the setting that holds it.
+    """
     if isinstance(exc, faults.ConnectPaused):
-        return f"{why_unavailable(exc.cause, database)} (no new attempt for {exc.left_s:.1f} s: connect_backoff_s)"
+        return (f"{why_unavailable(exc.cause, database, where)} (no new attempt for {exc.left_s:.1f} s: "
+                "connect_backoff_s)")
+    variable = f"NL2SQL_DATABASES__{database.upper()}__PASSWORD"
+    password = "PGPASSWORD or ~/.pgpass" if where else f"{variable} or PGPASSWORD"
+    where = where or f"databases.{database}.dsn"
     if isinstance(exc, TimeoutError):
         return "no answer in time (is the server up and reachable from here?)"
     if isinstance(exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError):
-        return (f"the server refused the login: {exc}; check the user in databases.{database}.dsn and the "
-                f"password ({variable} or PGPASSWORD)")
+        return f"the server refused the login: {exc}; check the user in {where} and the password ({password})"
     if isinstance(exc, asyncpg.InvalidCatalogNameError):
-        return f"{exc}; check the database name in databases.{database}.dsn"
+        return f"{exc}; check the database name in {where}"
     if isinstance(exc, ConnectionRefusedError):
-        return f"connection refused; check the host and port in databases.{database}.dsn and that the server runs"
+        return f"connection refused; check the host and port in {where} and that the server runs"
     if isinstance(exc, OSError):
-        return f"cannot connect: {exc.strerror or exc}; check the host in databases.{database}.dsn"
+        return f"cannot connect: {exc.strerror or exc}; check the host in {where}"
     return str(exc) or "the database did not answer"
+
+
+async def probe(settings: DatabaseSettings, name: str, where: str) -> str | None:
+    """Connect once to ``settings``'s database: ``None`` when it answers, else why not (see
+    :func:`why_unavailable`). For start-up checks where a wrong DSN should stop the start, not be retried."""
+    password = settings.password.get_secret_value() if settings.password else None
+    try:
+        conn = await asyncpg.connect(settings.dsn, password=password, timeout=settings.limits.acquire_timeout_s)
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        return why_unavailable(exc, name, where)
+    await conn.close()
+    return None
 
 
 async def create_pool(settings: DatabaseSettings, name: str = "") -> asyncpg.Pool:
@@ -122,6 +142,44 @@ async def create_pool(settings: DatabaseSettings, name: str = "") -> asyncpg.Poo
         return await asyncpg.create_pool(min_size=0, **kwargs)
 
 
+# 0 when the replica has replayed all it received (an idle primary writes nothing: no lag), else the age of
+# the last transaction it replayed (of its start, when it has replayed none since).
+LAG_SQL = """
+SELECT pg_is_in_recovery() AS standby,
+       CASE WHEN NOT pg_is_in_recovery() OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+            ELSE extract(epoch FROM clock_timestamp()
+                         - coalesce(pg_last_xact_replay_timestamp(), pg_postmaster_start_time())) END AS lag_s
+"""
+
+
+@dataclass
+class Replica:
+    """A read replica of a target: its pool, and what the last check found."""
+
+    name: str  # replica1, replica2, ...: in metrics and logs (the DSN may name hosts)
+    pool: asyncpg.Pool
+    lag_s: float | None = None  # None: the last check got no answer
+    healthy: bool = False
+
+    async def check(self, database: str, max_lag_s: float, timeout: float = 1.0) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                async with self.pool.acquire() as conn:
+                    row = await conn.fetchrow(LAG_SQL)
+            self.lag_s = float(row["lag_s"]) if row is not None else None
+        except Exception as exc:  # noqa: BLE001 - any failure means "do not send queries there"
+            if self.healthy:
+                log.warning("replica_unavailable", database=database, replica=self.name,
+                            error=why_unavailable(exc, database))
+            self.lag_s = None
+        healthy = self.lag_s is not None and self.lag_s <= max_lag_s
+        if healthy != self.healthy and self.lag_s is not None:
+            log.info("replica_in_use" if healthy else "replica_lagging", database=database, replica=self.name,
+                     lag_s=round(self.lag_s, 3), max_lag_s=max_lag_s)
+        self.healthy = healthy
+        metrics.REPLICA_LAG.labels(database, self.name).set(-1 if self.lag_s is None else self.lag_s)
+
+
 @dataclass
 class Target:
     """A named database clients may query, with its settings and pool."""
@@ -136,6 +194,26 @@ class Target:
         """``error`` with hidden names masked: where a database error becomes a gateway error."""
         return masking.mask_error(error, self.hidden_names())
     results: ResultBudget = field(default_factory=ResultBudget)  # shared by all targets of a process
+    replicas: list[Replica] = field(default_factory=list)
+    _turn: int = 0
+
+    def routes(self) -> list[tuple[str, asyncpg.Pool]]:
+        """Where a client query may run, in order: the healthy replicas, next one first (round robin), then
+        the primary."""
+        healthy = [r for r in self.replicas if r.healthy]
+        if healthy:
+            self._turn = (self._turn + 1) % len(healthy)
+            healthy = healthy[self._turn:] + healthy[:self._turn]
+        return [*((r.name, r.pool) for r in healthy), ("primary", self.pool)]
+
+    def replica_failed(self, name: str) -> None:
+        """Stop sending queries to replica ``name`` until its next good check."""
+        for replica in self.replicas:
+            if replica.name == name:
+                replica.healthy = False
+
+    async def check_replicas(self) -> None:
+        await asyncio.gather(*(r.check(self.name, self.settings.replica_max_lag_s) for r in self.replicas))
 
     def client_timeout_s(self) -> float:
         """The client-side bound on one of the gateway's own queries here (introspection, samples, value
@@ -168,25 +246,54 @@ class Targets:
     """All configured targets, by name."""
 
     by_name: dict[str, Target] = field(default_factory=dict)
+    _watch: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, settings: Settings) -> Targets:
         targets = cls()
         results = ResultBudget(settings.backpressure.result_bytes_in_flight, settings.backpressure.result_wait_s)
         for name, db in settings.databases.items():
-            targets.by_name[name] = Target(name, db, await create_pool(db, name), results=results)
+            target = Target(name, db, await create_pool(db, name), results=results)
+            for n, dsn in enumerate(db.replica_dsns, start=1):
+                replica = db.model_copy(update={"dsn": dsn, "pool_min_size": 0, "replica_dsns": []})
+                target.replicas.append(Replica(f"replica{n}", await create_pool(replica, f"{name}/replica{n}")))
+            targets.by_name[name] = target
+        watched = [t for t in targets.by_name.values() if t.replicas]
+        if watched:
+            await asyncio.gather(*(t.check_replicas() for t in watched))  # routed from the first query on
+            targets._watch = asyncio.create_task(_watch_replicas(watched), name="replica-checks")
         return targets
 
     async def close(self) -> None:
-        for target in self.by_name.values():
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+            self._watch = None
+        pools = [(t.name, t.pool) for t in self.by_name.values()]
+        pools += [(f"{t.name}/{r.name}", r.pool) for t in self.by_name.values() for r in t.replicas]
+        for name, pool in pools:
             try:
                 # A graceful close waits for each connection's goodbye: bounded, as a server that stopped
                 # answering would hold the shutdown (a drain, a CLI command) as long as it stays stopped.
                 async with asyncio.timeout(POOL_CLOSE_TIMEOUT_S):
-                    await target.pool.close()
+                    await pool.close()
             except Exception as exc:  # noqa: BLE001 - closing must go on for the other pools
-                log.warning("pool_close_failed", database=target.name, error=repr(exc))
-                target.pool.terminate()
+                log.warning("pool_close_failed", database=name, error=repr(exc))
+                pool.terminate()
 
     def get(self, name: str) -> Target | None:
         return self.by_name.get(name)
+
+
+async def _watch_replicas(targets: list[Target]) -> None:
+    """Measure every replica's health and lag, each target at its own replica_check_s."""
+    due = {t.name: 0.0 for t in targets}
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(min(t.settings.replica_check_s for t in targets) / 2)
+        now = loop.time()
+        checks = [t for t in targets if now >= due[t.name]]
+        for target in checks:
+            due[target.name] = now + target.settings.replica_check_s
+        await asyncio.gather(*(t.check_replicas() for t in checks))

@@ -52,6 +52,7 @@ class QueryResult:
     size_bytes: int = 0  # what the rows hold, as counted against the result budget
     # The result budget's share for these rows; the response charges its body to it while writing it.
     lease: Lease | None = field(default=None, repr=False, compare=False)
+    source: str = "primary"  # where it ran: primary, or the read replica's name (replica1, ...)
 
     @property
     def row_count(self) -> int:
@@ -138,15 +139,47 @@ async def run_query(target: Target, sql: str, *, max_rows: int | None = None, ro
     cap = min(max_rows or target.settings.limits.max_rows, target.settings.limits.max_rows)
     row_claims.check_claims(claims)
     run = _Run(sql, cap, role, tuple(claims), tuple(args))
+    source, pool = target.routes()[0]
     try:
-        return await _run_guarded(target, run, principal)
+        return await _run_guarded(target, run, principal, source, pool)
     except faults.FAULTS as exc:
-        _raise_unless_retryable(target, exc)
+        if source == "primary":
+            _raise_unless_retryable(target, exc)
+        else:  # the replica is down or cut off: the primary answers, and the replica waits for its next check
+            if faults.classify(exc) is None:
+                raise  # not the database's nor the network's: a bug
+            _raise_if_deadline_spent(target)
+            target.replica_failed(source)
+            _replica_retried(target, source, exc)
+    except _RecoveryConflict as conflict:  # replaying WAL ended the query on the standby: once more elsewhere
+        _raise_if_deadline_spent(target)
+        _replica_retried(target, source, conflict.__cause__)
     try:
-        return await _run_guarded(target, run, principal)
+        return await _run_guarded(target, run, principal, "primary", target.pool)
     except faults.FAULTS as exc:
         _raise_unless_retryable(target, exc)
         raise _unavailable(target, exc, faults.Fault.UNAVAILABLE) from exc
+    except _RecoveryConflict as conflict:  # the primary has no recovery: cannot happen; reported as it came
+        raise conflict.error from conflict.__cause__
+
+
+class _RecoveryConflict(Exception):
+    """A standby cancelled the query to replay WAL (40001/57P04 "conflict with recovery"); ``error`` is what
+    the client would be told."""
+
+    def __init__(self, error: errors.GatewayError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _recovery_conflict(exc: BaseException) -> bool:
+    return (isinstance(exc, asyncpg.PostgresError) and exc.sqlstate in ("40001", "57P04")
+            and "conflict with recovery" in str(getattr(exc, "message", "") or exc))
+
+
+def _replica_retried(target: Target, source: str, exc: BaseException | None) -> None:
+    log.info("replica_query_retried", database=target.name, replica=source, error=repr(exc))
+    metrics.REPLICA_QUERIES.labels(target.name, source, "retried").inc()
 
 
 def _raise_unless_retryable(target: Target, exc: BaseException) -> None:
@@ -182,34 +215,43 @@ class _Run:
     args: tuple[str, ...]
 
 
-async def _run_guarded(target: Target, run: _Run, principal: str | None) -> QueryResult:
+async def _run_guarded(target: Target, run: _Run, principal: str | None, source: str,
+                       pool: asyncpg.Pool) -> QueryResult:
     budget = _Budget.of(target)
     if budget.client_s is None:
-        return await _run_once(target, run, budget, principal)
-    # statement_timeout ends a slow query on the server; this ends the wait for a server that is gone.
-    async with asyncio.timeout(budget.client_s):
-        return await _run_once(target, run, budget, principal)
+        result = await _run_once(target, run, budget, principal, pool)
+    else:
+        # statement_timeout ends a slow query on the server; this ends the wait for a server that is gone.
+        async with asyncio.timeout(budget.client_s):
+            result = await _run_once(target, run, budget, principal, pool)
+    result.source = source
+    if target.replicas:
+        metrics.REPLICA_QUERIES.labels(target.name, source, "ok").inc()
+    return result
 
 
-async def _run_once(target: Target, run: _Run, budget: _Budget, principal: str | None) -> QueryResult:
+async def _run_once(target: Target, run: _Run, budget: _Budget, principal: str | None,
+                    pool: asyncpg.Pool) -> QueryResult:
     started = time.perf_counter()
     lease = await target.results.admit()  # before a connection is taken: waiting must not hold one
     try:
         # The role and the row-policy values are part of the partition whatever the principal string says.
         partition = None if principal is None else f"{principal}|{run.role or ''}|{run.claims!r}"
-        return await _run_leased(target, run, budget, lease, started, partition)
+        return await _run_leased(target, run, budget, lease, started, partition, pool)
     except BaseException:
         lease.release()
         raise
 
 
 async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, started: float,
-                      partition: str | None) -> QueryResult:
+                      partition: str | None, pool: asyncpg.Pool) -> QueryResult:
     sql, cap, role = run.sql, run.cap, run.role
-    async with _acquire(target, budget.acquire_s) as conn:
+    async with _acquire(target, budget.acquire_s, pool) as conn:
         acquired = time.perf_counter()
         session = statements.session_of(conn)
         session.reset_done = False
+        if session.pooled:
+            partition = None  # behind a transaction pooler nothing outlives the transaction: keep nothing
         # What the driver receives is charged as it arrives, before it is decoded (gateway.execute.wire).
         meter = wire.attach(conn, lease, target.settings.limits.max_result_bytes, lambda: _too_large(target))
         try:
@@ -243,7 +285,10 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
                 # e.g. a statement that expects bind parameters: the client's SQL, not the database, is at fault
                 raise errors.QueryError(str(exc), sqlstate=None, message=str(exc), position=None,
                                         database=target.name) from exc
-            raise target.mask_error(_query_error(target.name, exc, by_deadline=budget.by_deadline)) from exc
+            error = target.mask_error(_query_error(target.name, exc, by_deadline=budget.by_deadline))
+            if _recovery_conflict(exc) and pool is not target.pool:
+                raise _RecoveryConflict(error) from exc
+            raise error from exc
         finally:
             wire.detach(meter, lease)
             if _abandoned(conn, target):
@@ -331,14 +376,17 @@ async def _end_session(conn: asyncpg.Connection, session: statements.Session, ke
 
 
 @asynccontextmanager
-async def _acquire(target: Target, timeout: float) -> AsyncIterator[asyncpg.Connection]:
-    """A pool connection within ``timeout``; a wait that ends on a busy pool is ``pool_exhausted``."""
+async def _acquire(target: Target, timeout: float,
+                   pool: asyncpg.Pool | None = None) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of ``pool`` (the target's own by default) within ``timeout``; a wait that ends on a busy
+    pool is ``pool_exhausted``."""
+    pool = target.pool if pool is None else pool
     try:
         # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for runs the wait in a task of its own.
         async with asyncio.timeout(timeout):
-            conn = await target.pool.acquire()
+            conn = await pool.acquire()
     except TimeoutError as exc:
-        if not faults.pool_exhausted(target.pool, target.settings.pool_max_size):
+        if not faults.pool_exhausted(pool, target.settings.pool_max_size):
             raise  # the wait was for a connect: the database's fault, which run_query reports
         _raise_if_deadline_spent(target)
         metrics.DB_ERRORS.labels(target.name, errors.PoolExhausted.code).inc()
@@ -352,7 +400,7 @@ async def _acquire(target: Target, timeout: float) -> AsyncIterator[asyncpg.Conn
     finally:
         _abandoned(conn, target)
         try:
-            await target.pool.release(conn, timeout=RELEASE_TIMEOUT_S)
+            await pool.release(conn, timeout=RELEASE_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - never raised over the answer or the original error
             log.warning("connection_release_failed", database=target.name, error=repr(exc))
             conn.terminate()

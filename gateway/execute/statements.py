@@ -17,6 +17,11 @@ that prepared them: the partition is the API key and the Postgres role it runs a
 - A statement whose tables changed under it (``InvalidCachedStatementError``) is dropped and prepared
   again by the caller (gateway.execute.run), once.
 
+Behind a pooler in transaction mode (PgBouncer ``pool_mode = transaction``) each transaction may run on
+another server connection, shared with other clients: nothing is kept there. :func:`detect_pooler` marks
+such a connection when it is opened (the process id in the server's BackendKeyData is not the backend's
+own: the pooler hands out keys of its own) and its statements are all unnamed.
+
 What is kept lives in this process only, keyed by the connection object: a connection that is closed or
 replaced takes its statements with it.
 """
@@ -39,7 +44,8 @@ DEALLOCATE = "DEALLOCATE ALL;\n"
 class Session:
     """What this process knows about one connection's session."""
 
-    __slots__ = ("__weakref__", "partition", "unsure", "statements", "kept_chars", "reset_done", "names")
+    __slots__ = ("__weakref__", "partition", "unsure", "statements", "kept_chars", "reset_done", "names",
+                 "pooled")
 
     def __init__(self) -> None:
         self.partition: str | None = None  # whose statements the connection holds (None: nobody's)
@@ -48,6 +54,7 @@ class Session:
         self.kept_chars = 0  # the length of every kept text, summed
         self.reset_done = False  # the run path already reset the session; the pool's reset may skip it
         self.names = 0
+        self.pooled = False  # behind a transaction pooler: each transaction may run on another backend
 
     def forget(self) -> None:
         """Make every kept statement unusable here; the caller removes them on the server."""
@@ -98,10 +105,20 @@ def cleared(session: Session) -> None:
     session.unsure = False
 
 
+async def detect_pooler(conn: Any) -> bool:
+    """Whether ``conn`` reaches Postgres through a pooler (marked on its session). A direct connection's
+    BackendKeyData names its backend; PgBouncer (and other poolers) send a key of their own, so the pid
+    differs from ``pg_backend_pid()``. In session mode this only costs the kept statements."""
+    pooled = raw(conn).get_server_pid() != await conn.fetchval("SELECT pg_backend_pid()")
+    session_of(conn).pooled = pooled
+    return pooled
+
+
 async def prepare(conn: Any, session: Session, sql: str, partition: str | None) -> Any:
     """asyncpg's statement state for ``sql``: the kept one for this partition, else a new one (kept when the
     partition and size allow, else the unnamed statement, which the next Parse replaces)."""
-    if partition is None or session.partition != partition or session.unsure or len(sql) > MAX_SQL_CHARS:
+    if (partition is None or session.pooled or session.partition != partition or session.unsure
+            or len(sql) > MAX_SQL_CHARS):
         return (await conn.prepare(sql, name=False))._state
     state = session.statements.get(sql)
     if state is not None:

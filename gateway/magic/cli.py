@@ -20,6 +20,7 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import errors
+from gateway.cli_style import CLI_STYLE
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-app = typer.Typer(name="guideline", help="List, show, diff, regenerate, activate, roll back, reset to the "
+app = typer.Typer(**CLI_STYLE, name="guideline", help="List, show, diff, regenerate, activate, roll back, reset to the "
                   "shipped default and export the self-correction guideline versions kept in the store, per "
                   "database (--database) or global.", no_args_is_help=True)
 
@@ -72,7 +73,13 @@ def _run(work: Awaitable[T], settings: Settings | None = None) -> T:
         return asyncio.run(work)  # type: ignore[arg-type]
     except errors.GatewayError as exc:
         typer.echo(f"{exc.code}: {exc.detail}", err=True)
-        if "evaluation" in exc.extra:
+        for r in exc.extra.get("regressions") or []:
+            typer.echo(f"  {r['question']}\n    reason: {r['reason']}\n    before: {r['before_sql']}\n"
+                       f"    after:  {r['after_sql']}", err=True)
+        if exc.extra.get("report_id") is not None and exc.extra.get("version") is not None:
+            typer.echo(f"stored as report {exc.extra['report_id']}: nl2sql-gateway guideline regressions "
+                       f"v{exc.extra['version']}", err=True)
+        if "evaluation" in exc.extra and not exc.extra.get("regressions"):
             typer.echo(json.dumps(exc.extra["evaluation"], indent=2, default=str), err=True)
         raise typer.Exit(1) from exc
 
@@ -257,6 +264,36 @@ def activate(
             v = await lifecycle.activate(state, store, int(version.lstrip("v")), force=force, actor="cli")
             typer.echo(f"v{v.version} is active for {_scope_label(v.database)}")
     _run(work())
+
+
+@app.command()
+def regressions(
+    version: Annotated[str, typer.Argument(help="The guideline version whose replays to show.")],
+    as_json: Annotated[bool, typer.Option("--json", help="The whole stored report as JSON.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Show the latest regression replay of a version: what was right before and is wrong with it, and why."""
+    from gateway.eval.replay import render_report
+    from gateway.magic import lifecycle
+    from gateway.store import regressions as stored
+
+    settings = load(config)
+
+    async def work() -> None:
+        async with _store(settings) as store:
+            number = int(version.lstrip("v"))
+            await lifecycle.get(store, number)
+            found = await stored.for_version(store.pool, number, limit=1)
+            if not found:
+                typer.echo(f"v{number} has no regression replay yet (one runs when it is activated)")
+                return
+            report = found[0]
+            if as_json:
+                typer.echo(json.dumps(report.as_dict(), indent=2, default=str))
+                return
+            typer.echo(f"report {report.id} ({report.created_at.isoformat()}, asked by {report.actor})")
+            typer.echo(render_report(report.report), nl=False)
+    _run(work(), settings)
 
 
 @app.command()

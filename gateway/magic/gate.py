@@ -30,9 +30,11 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from gateway.context.model import Example, Guideline
-from gateway.context.sources import ExamplesSource, GuidelineSource
+from gateway.context.model import Guideline
+from gateway.context.sources import GuidelineSource
 from gateway.corrections import MemoryCorrections
+from gateway.eval.replay import RegressionReport, WithoutQuestion, guideline_variant, replay
+from gateway.eval.verified import load_verified
 from gateway.magic.agents import Agents, extract_sql
 from gateway.magic.cases import CaseBuilder
 from gateway.magic.cycle import equivalent, execute_checked
@@ -40,8 +42,8 @@ from gateway.pipeline import Question, ask
 from gateway.pipeline.tally import Tally
 from gateway.settings import MagicSettings
 from gateway.state import GatewayState
-from gateway.store import Store, corrections, examples
-from gateway.store.examples import StoredExample, question_key
+from gateway.store import Store, corrections, examples, regressions
+from gateway.store.examples import StoredExample
 from gateway.store.sources import StoreGuidelines
 
 REFLECTION_REPLAY = "reflection_replay"
@@ -69,21 +71,6 @@ class GlobalBaseline:
         return await self.source.global_active(database)
 
 
-class WithoutQuestion:
-    """The examples source minus the question being replayed (and no exact answers: the LLM must answer)."""
-
-    def __init__(self, inner: ExamplesSource, question: str) -> None:
-        self.inner = inner
-        self.key = question_key(question)
-
-    async def similar(self, database: str, question: str, k: int) -> list[Example]:
-        found = await self.inner.similar(database, question, k + 1)
-        return [e for e in found if question_key(e.question) != self.key][:k]
-
-    async def exact(self, database: str, question: str) -> Example | None:
-        return None
-
-
 def baseline_for(state: GatewayState, database: str | None) -> GuidelineSource:
     """The guideline a candidate of scope ``database`` (None: global) would replace."""
     if database is None and isinstance(state.guidelines, StoreGuidelines):
@@ -96,14 +83,32 @@ async def evaluate(
     database: str | None = None, learnt_from: list[int] | None = None,
 ) -> dict[str, Any]:
     """Replay held-out material with the candidate (of scope ``database``, None: global) and the baseline;
-    the evaluation to store with the version. ``learnt_from``: the corrections the candidate was built from."""
+    the evaluation to store with the version. ``learnt_from``: the corrections the candidate was built from.
+
+    With ``magic.replay_regressions`` the verified set of the scope (less what the candidate learnt from) is
+    replayed first
+    (:func:`gateway.eval.replay.replay`): the evaluation then carries ``regressed`` (questions right with the
+    baseline and wrong with the candidate; any fails it) and ``regression_report`` (the whole report, for
+    the caller to store and drop). The accuracy gate reads the same answers for the held-out examples."""
     baseline = baseline_for(state, database)
     scope = [database] if database is not None else sorted(state.targets.by_name)
     held_out = await examples.held_out(store.pool, scope, learnt_from=learnt_from or [],
                                        limit=settings.gate_max_examples)
     needed = settings.gate_question_min_examples
+    report: RegressionReport | None = None
+    if settings.replay_regressions:
+        verified = await load_verified(store.pool, scope, limit=settings.gate_max_examples,
+                                       learnt_from=learnt_from or [])
+        if verified:
+            report = await replay(state, verified, guideline_variant("in force", baseline),
+                                  guideline_variant("candidate", Guideline("candidate", candidate_text)),
+                                  concurrency=settings.concurrency)
     if held_out and len(held_out) >= needed:
-        items, versions = await _replay_questions(state, held_out, candidate_text, baseline, settings)
+        if report is not None and {str(e.id) for e in held_out} <= {i["id"] for i in report.items
+                                                                    if i["source"] == "example"}:
+            items, versions = await _from_report(report, held_out, baseline)
+        else:
+            items, versions = await _replay_questions(state, held_out, candidate_text, baseline, settings)
         method, note = QUESTION_REPLAY, f"{len(held_out)} held-out verified example(s); whole questions replayed"
     else:
         items, versions = await _replay_reflections(state, store, agents, candidate_text, baseline, settings,
@@ -111,7 +116,37 @@ async def evaluate(
         method = REFLECTION_REPLAY
         note = (f"{len(held_out)} held-out verified example(s), whole-question replay needs "
                 f"{needed} (magic.gate_question_min_examples); replayed one reflection per held-out correction")
-    return _verdict(method, note, items, versions, settings, database)
+    evaluation = _verdict(method, note, items, versions, settings, database)
+    evaluation["gate_passed"] = evaluation["passed"]
+    if report is not None:
+        regressed = report.summary()
+        evaluation["regressed"] = len(regressed)
+        evaluation["regressions"] = regressed
+        evaluation["regression_report"] = report.as_dict()
+        if regressed and evaluation["passed"]:
+            evaluation["passed"] = False
+            evaluation["reason"] = (f"{len(regressed)} verified question(s) answered right with the guideline in "
+                                    "force are answered wrong with the candidate")
+    return evaluation
+
+
+async def _from_report(report: RegressionReport, held_out: list[StoredExample], baseline: GuidelineSource,
+                       ) -> tuple[list[dict[str, Any]], set[str]]:
+    """The accuracy gate's items read off the regression replay's answers (the held-out examples only; a
+    reference that is blocked or no longer runs grades nothing, as in :func:`_replay_questions`)."""
+    ids = {str(e.id) for e in held_out}
+    items, versions = [], set()
+    for i in report.items:
+        # templates are replayed for regressions only: the guideline does not answer them, a grade would be free
+        if i["source"] != "example" or i["id"] not in ids or i["suspect"] in ("reference_blocked", "reference_failed"):
+            continue
+        versions.add((await baseline.active(i["database"])).version)
+        items.append({"example_id": int(i["id"]), "database": i["database"], "question": i["question"],
+                      "candidate": i["after"]["right"], "candidate_status": i["after"]["status"],
+                      "candidate_attempts": i["after"]["llm_calls"], "candidate_reason": i["after"]["reason"],
+                      "baseline": i["before"]["right"], "baseline_status": i["before"]["status"],
+                      "baseline_attempts": i["before"]["llm_calls"], "baseline_reason": i["before"]["reason"]})
+    return items, versions
 
 
 def _verdict(method: str, note: str, items: list[dict[str, Any]], versions: set[str], settings: MagicSettings,
@@ -211,3 +246,17 @@ async def _replay_reflections(state: GatewayState, store: Store, agents: Agents,
 
     found = await asyncio.gather(*(one(c) for c in held_out))
     return [i for i in found if i is not None], versions
+
+
+async def keep_report(store: Store, evaluation: dict[str, Any], version: int, database: str | None,
+                      actor: str) -> int | None:
+    """Store the evaluation's regression report (taken out of it: the version keeps the summary) in its
+    own transaction; its id, or None when nothing was replayed."""
+    report = evaluation.pop("regression_report", None)
+    if report is None:
+        return None
+    report_id = await regressions.add(store.pool, report=report, subject=f"guideline v{version}", actor=actor,
+                                      passed=not report["regressions"], guideline_version=version,
+                                      database=database)
+    evaluation["regression_report_id"] = report_id
+    return report_id

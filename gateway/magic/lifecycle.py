@@ -23,7 +23,7 @@ from gateway.magic import gate
 from gateway.magic.agents import Agents
 from gateway.magic.run import Magic, RunReport, refresh_gauges, regenerate
 from gateway.state import GatewayState
-from gateway.store import Store, guidelines
+from gateway.store import Store, guidelines, regressions
 from gateway.store.guidelines import GuidelineVersion
 from gateway.store.sources import StoreGuidelines, version_label
 
@@ -70,7 +70,9 @@ async def run_regeneration(state: GatewayState, store: Store, *, activate: bool 
 async def activate(state: GatewayState, store: Store, version: int, *, force: bool = False,
                    actor: str = "unknown") -> GuidelineVersion:
     """Activate ``version`` in its scope (its database, or global); a candidate goes through the gate first
-    unless ``force``."""
+    unless ``force``: the regression replay of the verified set (``guideline_regressed`` when a question right
+    before is wrong with it) and the accuracy gate (``guideline_gate_failed``). The replay's report is stored
+    before the answer (``regression_reports``); a forced activation names the latest one in its event."""
     target = await get(store, version)
     detail: dict[str, object] = {"forced": force}
     if target.status == "candidate" and not force:
@@ -78,13 +80,28 @@ async def activate(state: GatewayState, store: Store, version: int, *, force: bo
         evaluation = await gate.evaluate(state, store, Agents(magic.llm, magic.model), target.text, magic.settings,
                                          database=target.database,
                                          learnt_from=list(target.provenance.get("corrections", [])))
+        report_id = await gate.keep_report(store, evaluation, version, target.database, actor)
         await guidelines.set_evaluation(store.pool, version, evaluation)
         if not evaluation["passed"]:
+            if evaluation.get("gate_passed", False) and evaluation.get("regressed"):
+                lines = "; ".join(f"{r['question']!r}: {r['reason']}" for r in evaluation["regressions"])
+                raise errors.GuidelineRegressed(
+                    f"version {version} breaks {evaluation['regressed']} verified question(s) right with the "
+                    f"guideline in force ({lines}); activate with force to override",
+                    regressions=evaluation["regressions"], report_id=report_id, version=version,
+                    evaluation=evaluation)
             raise errors.GuidelineGateFailed(
                 f"version {version} failed the activation gate: {evaluation['reason']}; activate with force to "
-                "override", evaluation=evaluation,
+                "override", evaluation=evaluation, report_id=report_id, version=version,
             )
         detail["gate"] = evaluation["method"]
+        if report_id is not None:
+            detail["regression_report"] = report_id
+    elif target.status == "candidate":
+        latest = await regressions.for_version(store.pool, version, limit=1)
+        if latest:  # the refusal being overridden, on record with the override
+            detail["regression_report"] = latest[0].id
+            detail["regressed"] = latest[0].regressed
     return await _activate(state, store, version, action="activate", actor=actor, detail=detail)
 
 

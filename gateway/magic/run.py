@@ -142,6 +142,7 @@ async def _run_locked(magic: Magic, trigger: str, activate: bool, database: str 
         elif activate:
             evaluation = await gate.evaluate(magic.state, store, agents, text, settings, database=database,
                                              learnt_from=[k.correction_id for k in used])
+            await gate.keep_report(store, evaluation, version, database, f"regeneration run {run_id}")
             await guidelines.set_evaluation(store.pool, version, evaluation)
             report.evaluation = evaluation
             if evaluation["passed"]:

@@ -181,7 +181,7 @@ class McpEndpoint:
         limits = gateway_state.rate_limits
         if limits is not None and limits.enabled:
             client = scope.get("client")
-            limits.check_principal(principal, client[0] if client else "unknown")
+            await limits.admit(principal, client[0] if client else "unknown")
         return principal
 
 

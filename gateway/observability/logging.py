@@ -39,12 +39,19 @@ class _CurrentStderr:
 STDERR = _CurrentStderr()
 
 
-def configure_logging(level: str = "INFO", json_logs: bool = True) -> None:
-    """Route structlog and the standard library's logging to stderr in one format."""
+def configure_logging(level: str = "INFO", json_logs: bool | None = True) -> None:
+    """Route structlog and the standard library's logging to stderr in one format.
+
+    ``json_logs=None`` chooses: JSON lines for a pipe or a file (a log collector), readable lines for a
+    person at a terminal.
+    """
     global _direct
+    tty = sys.stderr.isatty()
+    if json_logs is None:
+        json_logs = not tty
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer(serializer=_dumps) if json_logs
-        else structlog.dev.ConsoleRenderer(colors=False)
+        else structlog.dev.ConsoleRenderer(colors=tty)
     )
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,

@@ -5,6 +5,8 @@ Requests and SQL
 - ``nl2sql_request_seconds{endpoint}``: HTTP request latency.
 - ``nl2sql_db_seconds{database}``: time spent in the database per query (acquire excluded).
 - ``nl2sql_db_errors_total{database,code}``: queries that failed, by problem code.
+- ``nl2sql_problems_total{code}``: problem responses (``application/problem+json``) by problem code, whatever
+  the route (the console's Status page shows them).
 - ``nl2sql_safety_blocks_total{code}``: statements refused by the safety check, by finding code.
 - ``nl2sql_pool_size{database}`` / ``nl2sql_pool_in_use{database}``: connections open / checked out.
 - ``nl2sql_pool_max{database}``: the pool's configured maximum (``pool_max_size``); in use / max near 1
@@ -83,6 +85,7 @@ REQUEST_SECONDS = Histogram(
 DB_SECONDS = Histogram(
     "nl2sql_db_seconds", "Time spent executing queries in the database.", ["database"], buckets=LATENCY_BUCKETS
 )
+PROBLEMS = Counter("nl2sql_problems_total", "Problem responses by problem code.", ["code"])
 DB_ERRORS = Counter("nl2sql_db_errors_total", "Queries that failed, by problem code.", ["database", "code"])
 SAFETY_BLOCKS = Counter("nl2sql_safety_blocks_total", "Statements refused by the safety check.", ["code"])
 POOL_SIZE = Gauge("nl2sql_pool_size", "Connections open in the pool.", ["database"], multiprocess_mode="livesum")
@@ -128,6 +131,20 @@ SCHEMA_STALE = Counter("nl2sql_schema_stale_total", "Questions answered from a s
 IN_FLIGHT = Gauge("nl2sql_in_flight", "Requests being served now (health and metrics excluded).",
                   multiprocess_mode="livesum")
 REJECTED = Counter("nl2sql_rejected_total", "Requests shed by backpressure, by reason.", ["reason"])
+REPLICA_LAG = Gauge("nl2sql_replica_lag_seconds", "How far a read replica's replay is behind (-1: it did not "
+                    "answer); above replica_max_lag_s it is skipped.", ["database", "replica"],
+                    multiprocess_mode="livemax")
+REPLICA_QUERIES = Counter("nl2sql_replica_queries_total", "Client queries by where they ran (primary, "
+                          "replica<n>) and outcome (ok, retried: a fault or a recovery conflict on a replica sent "
+                          "the query to the primary).", ["database", "source", "outcome"])
+STORE_CHANGE_VERSION = Gauge("nl2sql_store_change_version", "The store's change version (keys, guidelines, "
+                             "examples) this process serves; a replica behind the others lags.", ["kind"],
+                             multiprocess_mode="livemin")
+SHARED_LIMITS_DEGRADED = Gauge("nl2sql_shared_limits_degraded", "1 while shared rate limits cannot reach the "
+                               "store and run on the fallback (backpressure.shared_fail_open).",
+                               multiprocess_mode="livemax")
+SHARED_LIMIT_LEASES = Counter("nl2sql_shared_limit_leases_total", "Token leases asked of the store by shared "
+                              "rate limits, by outcome (granted, empty, failed).", ["outcome"])
 
 FEEDBACK = Counter("nl2sql_feedback_total", "Feedback received, by verdict.", ["database", "verdict"])
 FEEDBACK_ACCURACY = Gauge("nl2sql_feedback_accuracy_ratio", "Share of correct verdicts in feedback.", ["database"],

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
 from gateway import errors
 from gateway.masking import hidden_names_of, mask
@@ -116,6 +117,20 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     if not await record(state, thread, q, answer) and thread.new:
         answer.conversation_id = None  # nothing to continue: do not hand out an id that answers 404
     return answer
+
+
+def replying(q: Question, asked: str, clarification: dict[str, Any], evidence: str | None = None) -> Thread:
+    """A conversation held only in memory whose one turn is the clarifying question the gateway asked about
+    ``asked``: ``q``, the user's reply, is answered with it in view (and gets SQL, not another question).
+
+    For a client that answers a clarification at once (MCP elicitation) when no stored conversation holds that
+    turn (no store, or its first turn was not recorded). With a store, the reply's answer starts a stored
+    conversation of its own.
+    """
+    turn = StoredTurn(n=1, request_id=None, question=asked, status="needs_clarification", evidence=evidence or "",
+                      clarification={"question": str(clarification.get("question", "")),
+                                     "options": [str(o) for o in clarification.get("options") or []]})
+    return Thread(StoredConversation(new_id(), q.client or "", q.database, q.end_user, q.via), [turn], new=True)
 
 
 def earlier_of(state: GatewayState, thread: Thread) -> Earlier:

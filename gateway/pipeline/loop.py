@@ -27,6 +27,7 @@ from gateway.llm import MIN_CALL_S, LLMClient
 from gateway.masking import hidden_names_of
 from gateway.observability import metrics
 from gateway.observability.logging import get_logger
+from gateway.pipeline import compiled as compiled_path
 from gateway.pipeline import token_budget
 from gateway.pipeline.candidates import OnCandidates, first_pass
 from gateway.pipeline.check import check
@@ -37,11 +38,17 @@ from gateway.pipeline.question import NO_EARLIER, Earlier, Question
 from gateway.pipeline.reflect import guideline_applies, reflect
 from gateway.pipeline.respond import Answer, Attempt, Source, choose, clarifying_answer, status_of
 from gateway.pipeline.tally import log_attempt
+from gateway.pipeline.trusted import answer_trusted
+from gateway.pipeline.trusted import run as run_template
 from gateway.pipeline.validate import Finding, triggers, validate
 from gateway.pipeline.verified import OnAttempt, answer_verified, offline_answers_only
 from gateway.rules import RuleSet
+from gateway.semantic.enforce import semantic_findings
+from gateway.semantic.model import SemanticModel
+from gateway.semantic.registry import EMPTY as EMPTY_MODEL
 from gateway.settings import AskPolicy
 from gateway.state import GatewayState
+from gateway.templates import Template
 
 log = get_logger(__name__)
 
@@ -71,9 +78,12 @@ class _Run:
     ctx: Context | None
     ruleset: RuleSet
     hidden: list[str]  # names masked in whatever a finding shows
+    semantic: SemanticModel = EMPTY_MODEL  # the metric definitions generated SQL is held to
 
-    async def check_and_run(self, sql: str, timings: dict[str, float]) -> tuple[list[Finding], QueryResult | None]:
-        """check -> execute -> validate for one SQL text; ``timings`` gets each stage's share."""
+    async def check_and_run(self, sql: str, timings: dict[str, float],
+                            args: tuple[str, ...] = ()) -> tuple[list[Finding], QueryResult | None]:
+        """check -> execute -> validate for one SQL text; ``timings`` gets each stage's share. ``args``: the
+        values of the text's own ``$1 ...`` (a template's parameters, never spliced into the text)."""
         started = time.perf_counter()
         refused = check(lambda text: check_sql(self.state, text, self.q.database), sql, self.hidden)
         run = None
@@ -81,18 +91,18 @@ class _Run:
             # The attempt shows the SQL as the model wrote it; what runs is its row-filtered rewrite, checked
             # again (gateway.row_policy). A missing claim fails the question: no other SQL could run either.
             run = await row_policy.filtered(self.state, self.q.database, sql, self.q.claims,
-                                            check_sql(self.state, sql, self.q.database))
+                                            check_sql(self.state, sql, self.q.database), bound=args)
             refused = check(lambda _text: run.verdict, run.sql, self.hidden)  # type: ignore[union-attr]
         timings["check_ms"] = (time.perf_counter() - started) * 1000
         if refused is not None:
             return [refused], None  # never run
         outcome = await execute(self.target, run.sql if run else sql, max_rows=self.q.max_rows, role=self.q.role,
-                                hidden=self.hidden, claims=self.q.claims, args=run.args if run else ())
+                                hidden=self.hidden, claims=self.q.claims, args=run.args if run else args)
         if isinstance(outcome, Finding):
             return [outcome], None
         timings["db_ms"] = outcome.timings.get("db_ms", 0.0)
         timings["acquire_ms"] = outcome.timings.get("acquire_ms", 0.0)
-        return validate(self.q.question, sql, outcome, self.ruleset), outcome
+        return validate(self.q.question, sql, outcome, self.ruleset) + semantic_findings(self.semantic, sql), outcome
 
 
 async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = None,
@@ -106,25 +116,40 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     # The rules in force, looked up once per question: each lookup stats the rule files, and every stage of
     # every attempt needs them. A reload lands with the next question, never halfway through one.
     rules = state.ruleset(q.database)
+    semantic = state.semantic_model(q.database)  # fails closed like the rules: broken, never good -> 503
     policy_now = state.policy(q.database)
     hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
-    if state.settings.store.exact_match_answers and not earlier.prompt:  # a follow-up's words mean nothing alone
-        offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
+    try:
+        llm, model = llm_for(state, target)
+        missing: errors.LLMNotConfigured | None = None
+    except errors.LLMNotConfigured as exc:
+        missing = exc
+    # A follow-up's words mean nothing alone, so with an LLM it is the model's to read in context; without
+    # one, a follow-up asked exactly as a template's or a verified question is that question (nothing else
+    # could answer it).
+    standalone = not earlier.prompt or missing is not None
+    if standalone:
+        offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden, semantic)
+        # A DBA's template first: its answer is labelled trusted (gateway.pipeline.trusted).
+        trusted = await answer_trusted(state, q, policy, on_attempt, offline.check_and_run)
+        if trusted is not None:
+            return trusted
+    if state.settings.store.exact_match_answers and standalone:
+        offline = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden, semantic)
         verified = await answer_verified(state, q, policy, on_attempt, offline.check_and_run)
         if verified is not None:
             return verified
-    try:
-        llm, model = llm_for(state, target)
-    except errors.LLMNotConfigured as exc:
+    if missing is not None:
         if state.settings.store.exact_match_answers:  # the demo's offline mode: say what does work
-            raise await offline_answers_only(state, q, exc) from None
-        raise
+            raise await offline_answers_only(state, q, missing) from None
+        raise missing
     # The owner's daily tokens, before the LLM is called at all.
     await token_budget.check(state.store, state.settings.llm, q.client)
     # Built from what the caller's role and row policy let it read (gateway.context.scope).
     ctx = await build_context(state, state.settings.context, target, rules, q.question,
-                              "\n".join(filter(None, [q.evidence, earlier.topic])), role=q.role, claims=q.claims)
-    run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules, hidden)
+                              "\n".join(filter(None, [q.evidence, earlier.topic])), role=q.role, claims=q.claims,
+                              semantic=semantic)
+    run = _Run(state, q, target, llm, model, policy, deadline, ctx, rules, hidden, semantic)
     guideline = ctx.guideline.text.strip() if ctx.guideline and ctx.guideline.text else ""
     attempts: list[Attempt] = []
     history = attempts  # what reflection sees and the answer is chosen from: with candidates, the chosen one on
@@ -145,13 +170,21 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     async def first_draft(n: int, source: Source, drafted: Drafted, began: float) -> Attempt:
         return await _evaluate(run, n, source, drafted, began, guideline_applied=False)
 
+    compiled: Attempt | None = None
     if policy.candidates > 1:
         pick = await first_pass(llm, ctx, q, policy, model=model, deadline=deadline, evaluate=first_draft,
                                 on_attempt=on_attempt, on_candidates=on_candidates, earlier=earlier.prompt)
         attempts.extend(pick.attempts)
         attempt, history, candidates = pick.chosen, [pick.chosen], pick.summary
         tried.extend(a.sql for a in attempts if a.sql)
-    else:
+    elif policy.compile_metrics and not earlier.prompt and compiled_path.applies(semantic, q.question):
+        compiled = await _compiled(run, llm, model)
+        if compiled is not None:
+            await record(compiled)
+            tried.append(compiled.sql or "")
+    if policy.candidates == 1 and compiled is not None and compiled.passed:
+        attempt = compiled  # answered from the semantic model: no SQL generation at all
+    elif policy.candidates == 1:
         began = time.perf_counter()
         drafted = await generate(llm, ctx, q.question, q.evidence, model=model, temperature=policy.temperature,
                                  deadline=deadline, earlier=earlier.prompt,
@@ -161,11 +194,11 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
             await record(Attempt(n=1, source="generation", sql=None, tokens={"prompt": reply.prompt_tokens,
                                  "completion": reply.completion_tokens}, timings={"llm_ms": reply.llm_ms,
                                  "total_ms": (time.perf_counter() - began) * 1000}))
-            answer = clarifying_answer(q, attempts[0], drafted.clarification.masked(hidden),
+            answer = clarifying_answer(q, attempts[-1], drafted.clarification.masked(hidden),
                                        ctx.guideline.version if ctx.guideline else None)
             state.tally.count(q.database, answer.status, attempts, None)
             return answer
-        attempt = await _evaluate(run, 1, "generation", drafted, began, guideline_applied=False)
+        attempt = await _evaluate(run, len(attempts) + 1, "generation", drafted, began, guideline_applied=False)
         if attempt.sql:
             tried.append(attempt.sql)
         await record(attempt)
@@ -242,6 +275,34 @@ async def ask(state: GatewayState, q: Question, on_attempt: OnAttempt | None = N
     )
     state.tally.count(q.database, answer.status, attempts, chosen, first=history[0])
     return answer
+
+
+async def ask_template(state: GatewayState, q: Question, template: Template, values: dict[str, str],
+                       on_attempt: OnAttempt | None = None) -> Answer:
+    """Run ``template`` with checked ``values`` for ``q`` (its caller's role and row policy), as a question
+    answered by it would be: the ``POST /v1/templates/{name}/run`` answer."""
+    target = state.target(q.database)
+    policy = target.settings.ask
+    deadline = time.monotonic() + min(policy.time_budget_s, state.settings.server.request_timeout_s)
+    rules = state.ruleset(q.database)
+    policy_now = state.policy(q.database)
+    hidden = hidden_names_of(policy_now.hidden_columns, policy_now.hidden_tables)
+    runner = _Run(state, q, target, None, None, policy, deadline, None, rules, hidden)
+    return await run_template(state, q, template, values, policy, on_attempt, runner.check_and_run)
+
+
+async def _compiled(run: _Run, llm: LLMClient, model: str) -> Attempt | None:
+    """The metric query the LLM picks, compiled from the semantic model and evaluated as attempt 1; None
+    when the question goes to ordinary generation (nothing is recorded then)."""
+    began = time.perf_counter()
+    picked = await compiled_path.pick(llm, run.semantic, run.q.question, llm_model=model, deadline=run.deadline)
+    if picked.compiled is None or picked.query is None:
+        log.info("semantic_not_compiled", database=run.q.database, why=picked.why_not)
+        return None
+    attempt = await _evaluate(run, 1, "semantic_model", Drafted(picked.compiled.sql, picked.reply), began,
+                              guideline_applied=False)
+    attempt.metric_query = picked.query.model_dump(exclude_defaults=True)
+    return attempt
 
 
 async def _evaluate(run: _Run, n: int, source: Source, drafted: Drafted, began: float, *,

@@ -30,7 +30,7 @@ from gateway.pipeline.clarify import Clarification
 from gateway.pipeline.generate import normalize_sql
 from gateway.pipeline.question import Question
 
-Source = Literal["generation", "candidate", "reflection", "verified_example"]
+Source = Literal["generation", "candidate", "reflection", "verified_example", "template", "semantic_model"]
 Status = Literal["ok", "suspicious", "failed", "blocked", "needs_clarification"]
 
 
@@ -49,6 +49,8 @@ class Attempt:
     # A reflection shown this attempt's findings re-stated its SQL or its result: the doubt is recorded (the
     # findings stay), the answer stands.
     upheld: bool = False
+    # source semantic_model: the metric query the LLM picked; the SQL was compiled from the model's definitions
+    metric_query: dict[str, Any] | None = None
 
     @property
     def ran(self) -> bool:
@@ -95,6 +97,8 @@ class Attempt:
             out["candidate"] = dict(self.candidate)
         if self.upheld:
             out["upheld"] = True
+        if self.metric_query is not None:
+            out["metric_query"] = dict(self.metric_query)
         return out
 
 
@@ -112,6 +116,8 @@ class Answer:
     candidates: dict[str, Any] | None = None  # with ask.candidates > 1: the groups and how one was chosen
     clarification: Clarification | None = None  # with status needs_clarification
     conversation_id: str | None = None  # set when the answer is a turn of a conversation
+    # A DBA's template answered (gateway.pipeline.trusted): its name, the parameter values, where to re-run it
+    trusted: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         result = self.chosen.result if self.chosen else None
@@ -134,6 +140,10 @@ class Answer:
         }
         if self.candidates is not None:
             out["candidates"] = self.candidates
+        if self.trusted is not None:
+            out["trusted"] = self.trusted
+        if self.chosen is not None and self.chosen.source == "semantic_model":
+            out["compiled_from"] = "semantic_model"  # the SQL was written from the model's definitions
         return out
 
 

@@ -40,7 +40,10 @@ async def offline_answers_only(state: GatewayState, q: Question, exc: errors.LLM
         from gateway.store import examples
 
         try:
-            questions = await examples.questions(state.store.pool, q.database, OFFLINE_QUESTIONS_SHOWN)
+            # Never the question that just failed (a stale example): it is not answerable now.
+            questions = [question for question in
+                         await examples.questions(state.store.pool, q.database, OFFLINE_QUESTIONS_SHOWN + 1)
+                         if question.strip() != q.question.strip()][:OFFLINE_QUESTIONS_SHOWN]
         except Exception as lookup:  # noqa: BLE001 - the hint is a courtesy; the answer stays llm_not_configured
             log.warning("verified_questions_unavailable", database=q.database, error=str(lookup))
     listed = "; ".join(f"{question!r}" for question in questions) or "none are stored yet"

@@ -9,12 +9,13 @@ from typing import Annotated
 import typer
 
 from gateway import deadline as request_deadline
+from gateway.cli_style import CLI_STYLE
 from gateway.errors import GatewayError
 from gateway.rules.check import check_rules, rls_problems
 from gateway.rules.grants import PrivilegeProblem, check_target
 from gateway.rules.loading import RuleProblem
 
-app = typer.Typer(help="Check the DBA rule files (rules/<database>.yaml) against the live schema and the "
+app = typer.Typer(**CLI_STYLE, help="Check the DBA rule files (rules/<database>.yaml) against the live schema and the "
                   "gateway's Postgres privileges; print the grants that match them.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 

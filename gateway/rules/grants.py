@@ -61,6 +61,8 @@ class PrivilegeProblem:
     role: str
     code: str
     objects: tuple[str, ...] = ()
+    # The role is a superuser: Postgres checks no privilege for it, so no grant or revoke fixes anything.
+    superuser: bool = False
 
     @property
     def summary(self) -> str:
@@ -75,8 +77,8 @@ class PrivilegeProblem:
     @property
     def fix(self) -> str:
         """What to run or do about it: no grant limits a superuser, and none stops BYPASSRLS."""
-        if self.code in ("superuser", "bypassrls"):
-            return dedicated_role_fix(self.database, self.role, self.code)
+        if self.superuser or self.code in ("superuser", "bypassrls"):
+            return dedicated_role_fix(self.database, self.role, "superuser" if self.superuser else self.code)
         if self.code == "missing_role":
             return f"create role {self.role!r}, or map the key to an existing one"
         return f"nl2sql-gateway rules grants {self.database} --role {self.role} --apply --admin-dsn ..."
@@ -95,7 +97,7 @@ def dedicated_role_fix(database: str, role: str, code: str) -> str:
 def privilege_problems(facts: RoleFacts, rules: RuleSet) -> list[PrivilegeProblem]:
     """Everything ``facts.role`` may do beyond reading the visible columns of ``rules``."""
     def problem(code: str, objects: Iterable[str] = ()) -> PrivilegeProblem:
-        return PrivilegeProblem(facts.database, facts.role, code, tuple(objects))
+        return PrivilegeProblem(facts.database, facts.role, code, tuple(objects), superuser=facts.superuser)
 
     if not facts.exists:
         return [problem("missing_role")]
@@ -308,9 +310,22 @@ class PrivilegeReport:
     problems: dict[str, list[PrivilegeProblem]] = field(default_factory=dict)
     unchecked: dict[str, str] = field(default_factory=dict)  # database -> why it could not be checked
     checked_at: float = 0.0
+    rules: dict[str, RuleSet] = field(default_factory=dict)  # the rules each database was checked against
 
-    def stale(self) -> bool:
-        return time.monotonic() - self.checked_at > RECHECK_S
+    def stale(self, rules_for: Callable[[str], RuleSet] | None = None) -> bool:
+        """Older than RECHECK_S, or checked against rules that were reloaded since: what is hidden decides
+        what a role may not read, so a reload is answered with the new findings at once."""
+        if time.monotonic() - self.checked_at > RECHECK_S:
+            return True
+        if rules_for is None:
+            return False
+        for name, checked in self.rules.items():
+            try:
+                if rules_for(name) != checked:
+                    return True
+            except errors.GatewayError:  # rules_unavailable now: the check says so
+                return True
+        return False
 
     def details(self, database: str) -> list[str]:
         """Summaries without object names, for logs and the DBA's rules view (they name the roles)."""
@@ -342,6 +357,7 @@ async def check_privileges(targets: dict[str, Target], rules_for: Callable[[str]
             continue
         try:  # bounded: a database behind a network cut must not hold start-up or /readyz
             rules = rules_for(name)  # rules_unavailable: a database not served is not checked either
+            report.rules[name] = rules
             found = await asyncio.wait_for(check_target(target, rules, [None, *sorted(key_roles.get(name, ()))]),
                                            timeout=CHECK_TIMEOUT_S)
         except (errors.GatewayError, TimeoutError) as exc:

@@ -54,8 +54,15 @@ def save(state_dir: Path, database: str, ruleset: RuleSet, files: list[str]) -> 
             return  # every worker saves what it loaded: the same set need not be written again
     except OSError:
         pass
+    write_atomically(path, data)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old content or the new, never half (a
+    temporary file, fsync, rename, fsync of the folder); the folder is created owner-only. The semantic
+    layer keeps its last good models the same way (gateway.semantic.registry)."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{database}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)

@@ -243,8 +243,12 @@ class _Ref:
 
 def rewrite(sql: str, filters: Mapping[str, RowFilter], claims: Mapping[str, str],
             relations: Sequence[Relation] | None, *, hidden: Callable[[str, str], bool] | None = None,
-            functions: frozenset[str] = frozenset()) -> Rewritten:
+            functions: frozenset[str] = frozenset(), bound: Sequence[str] = ()) -> Rewritten:
     """``sql`` with every reference to a filtered table replaced by its filtered derived table.
+
+    ``bound``: values of the statement's own ``$1 .. $n`` (a template's parameters, gateway.templates); the
+    claims then follow as ``$n+1 ...`` and the returned args start with ``bound``. Without it a bind
+    parameter is refused (its value would be unknown to the rewrite).
 
     ``relations``: what the gateway knows of the database (None: nothing, so every relation that is neither a
     filtered table nor a CTE is refused). ``hidden(table, column)``: columns the rules hide, which the derived
@@ -260,11 +264,11 @@ def rewrite(sql: str, filters: Mapping[str, RowFilter], claims: Mapping[str, str
         return Rewritten(sql, (), ())
     stmt = stmts[0]["stmt"]
     refs: list[_Ref] = []
-    _walk(stmt, frozenset(), refs, functions)
+    _walk(stmt, frozenset(), refs, functions, len(bound))
     data = sql.encode("utf-8")
     by_start = {t.start: i for i, t in enumerate(tokens)}
     edits: list[tuple[int, int, str]] = []
-    args: list[str] = []
+    args: list[str] = list(bound)
     applied: list[str] = []
     known = _Known(relations)
     for ref in sorted(refs, key=lambda r: r.body.get("location", -1)):
@@ -286,14 +290,14 @@ def rewrite(sql: str, filters: Mapping[str, RowFilter], claims: Mapping[str, str
         edits.append(_edit(data, tokens, by_start, body, found, claims, args, known.columns(body), hidden))
         applied.append(found.table)
     if not edits:
-        return Rewritten(sql, (), ())
+        return Rewritten(sql, tuple(bound), ())
     out = data
     for start, end, text in sorted(edits, reverse=True):
         out = out[:start] + text.encode("utf-8") + out[end:]
     return Rewritten(out.decode("utf-8"), tuple(args), tuple(applied))
 
 
-def _walk(node: Any, visible: frozenset[str], refs: list[_Ref], functions: frozenset[str]) -> None:
+def _walk(node: Any, visible: frozenset[str], refs: list[_Ref], functions: frozenset[str], bound: int = 0) -> None:
     """Collect the RangeVars that name relations (not CTEs), with Postgres's CTE visibility."""
     stack: list[tuple[Any, frozenset[str]]] = [(node, visible)]
     while stack:
@@ -324,7 +328,7 @@ def _walk(node: Any, visible: frozenset[str], refs: list[_Ref], functions: froze
                     refs.append(_Ref(rv, sampled=True))
                 stack.extend((v, seen) for k, v in body.items() if k != "relation" and isinstance(v, (dict, list)))
                 continue
-        if kind == "ParamRef":
+        if kind == "ParamRef" and not 1 <= int(body.get("number", 0)) <= bound:
             raise Unenforceable("bind parameters ($n) are not accepted on a database with row filters",
                                 body.get("location"))
         if kind == "FuncCall" and functions:

@@ -103,3 +103,36 @@ async def get_owned(db: Db, request_id: str, owner: str) -> AuditEntry | None:
 
 def _from_row(row: Any) -> AuditEntry:
     return AuditEntry(**{column: row[column] for column in _COLUMNS})
+
+
+@dataclass(slots=True)
+class AuditedAnswer:
+    """An audited answer as its history shows it (no rows: the audit keeps none)."""
+
+    entry: AuditEntry
+    created_at: Any  # datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        e = self.entry
+        return {"request_id": e.request_id, "database": e.database, "question": e.question, "status": e.status,
+                "sql": e.final_sql, "attempts": e.attempts, "guideline_version": e.guideline_version,
+                "created_at": self.created_at.isoformat() if self.created_at is not None else None}
+
+
+async def owned_recent(db: Db, owner: str, limit: int, databases: list[str] | None) -> list[AuditedAnswer]:
+    """``owner``'s latest audited answers, newest first, in ``databases`` only (None: any)."""
+    rows = await db.fetch(
+        """
+        SELECT * FROM request_audit WHERE owner = $1 AND ($2::text[] IS NULL OR database = ANY($2::text[]))
+        ORDER BY created_at DESC, request_id LIMIT $3
+        """,
+        owner, databases, limit,
+    )
+    return [AuditedAnswer(_from_row(r), r["created_at"]) for r in rows]
+
+
+async def get_dated(db: Db, request_id: str) -> AuditedAnswer | None:
+    """The audited answer under ``request_id`` with when it was given, whoever asked it (the caller decides
+    who may see it: gateway.history)."""
+    row = await db.fetchrow("SELECT * FROM request_audit WHERE request_id = $1", request_id)
+    return AuditedAnswer(_from_row(row), row["created_at"]) if row is not None else None

@@ -207,13 +207,26 @@ async def count(db: Db, database: str | None = None, status: ExampleStatus | Non
 
 
 async def questions(db: Db, database: str, limit: int) -> list[str]:
-    """The first ``limit`` verified questions of ``database``, oldest first (what works without an LLM)."""
+    """The first ``limit`` verified (approved) questions of ``database``, oldest first (what works without an
+    LLM; the console's starter questions). A proposed or rejected pair answers nothing."""
     rows = await db.fetch(
-        "SELECT question FROM verified_examples WHERE database = $1 GROUP BY question ORDER BY min(id) LIMIT $2",
+        "SELECT question FROM verified_examples WHERE database = $1 AND status = 'approved' "
+        "GROUP BY question ORDER BY min(id) LIMIT $2",
         database, limit,
     )
     return [r["question"] for r in rows]
 
+
+
+async def approved_pairs(db: Db, database: str, limit: int) -> list[tuple[str, str]]:
+    """The first ``limit`` verified (approved) questions of ``database`` with their SQL, oldest first (the
+    first pair of a question asked twice)."""
+    rows = await db.fetch(
+        "SELECT question, sql FROM (SELECT DISTINCT ON (question) question, sql, id FROM verified_examples "
+        "WHERE database = $1 AND status = 'approved' ORDER BY question, id) first ORDER BY id LIMIT $2",
+        database, limit,
+    )
+    return [(r["question"], r["sql"]) for r in rows]
 
 
 async def held_out(db: Db, databases: list[str], *, learnt_from: list[int], limit: int) -> list[StoredExample]:
@@ -237,3 +250,27 @@ async def held_out(db: Db, databases: list[str], *, learnt_from: list[int], limi
         databases, keys, requests, limit,
     )
     return [_stored(r) for r in rows]
+
+
+async def review_context(db: Db, ids: list[int]) -> dict[int, dict[str, Any]]:
+    """What a reviewer needs beside each example: the analyst's feedback (verdict and note) and the original
+    answer it came from (its SQL, status and row count, from the request audit: no rows are kept)."""
+    rows = await db.fetch(
+        """
+        SELECT e.id, f.verdict, f.note, a.final_sql, a.status, a.attempts
+        FROM verified_examples e
+        LEFT JOIN LATERAL (SELECT verdict, note FROM feedback WHERE example_id = e.id ORDER BY id DESC LIMIT 1) f
+               ON true
+        LEFT JOIN request_audit a ON a.request_id = e.request_id
+        WHERE e.id = ANY($1::bigint[])
+        """,
+        ids,
+    )
+    out: dict[int, dict[str, Any]] = {}
+    for r in rows:
+        attempts = r["attempts"] or []
+        chosen = [a for a in attempts if isinstance(a, dict) and a.get("sql") == r["final_sql"]]
+        out[r["id"]] = {"verdict": r["verdict"], "note": r["note"], "original_sql": r["final_sql"],
+                        "original_status": r["status"],
+                        "original_row_count": chosen[-1].get("row_count") if chosen else None}
+    return out

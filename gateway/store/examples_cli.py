@@ -17,13 +17,15 @@ import typer
 
 from gateway import deadline as request_deadline
 from gateway import errors
+from gateway.cli_style import CLI_STYLE
 from gateway.settings import Settings
 
 if TYPE_CHECKING:
     from gateway.store.examples import StoredExample
 
-app = typer.Typer(name="examples", help="Review the question/SQL examples clients propose through feedback: "
-                  "only approved ones are used as few-shot examples and exact answers.", no_args_is_help=True)
+app = typer.Typer(**CLI_STYLE, name="examples",
+                  help="Review the question/SQL examples clients propose through feedback: only approved ones "
+                       "are used as few-shot examples and exact answers.", no_args_is_help=True)
 
 # Set by gateway.cli before a command runs: how to load the settings (the --config option lives there).
 load: Callable[[Path | None], Settings] = lambda config: Settings()  # noqa: E731

@@ -1,4 +1,5 @@
-"""Servers on loopback for tests and benches: an ASGI app under uvicorn in a thread, and a silent listener.
+"""Servers on loopback for tests and benches: an ASGI app under uvicorn in a thread, a silent listener, a free
+port and a Debian program's executable (pgbouncer, haproxy) for the servers the tests start.
 
 >>> with silent_listener() as port:  # doctest: +SKIP
 ...     ...  # connections to 127.0.0.1:port are accepted and never answered
@@ -6,7 +7,9 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +17,47 @@ from contextlib import contextmanager
 
 import uvicorn
 from starlette.types import ASGIApp
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 now (a process started next binds it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def executable(candidates: tuple[str, ...]) -> str | None:
+    """The first of ``candidates`` (names on PATH or absolute paths) that is installed, or None."""
+    for candidate in candidates:
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+def listening(process: subprocess.Popen[bytes], port: int, seconds: float) -> bool:
+    """Wait until ``process`` accepts connections on 127.0.0.1:``port``; False when it exited first or
+    ``seconds`` passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+def terminate(process: subprocess.Popen[bytes] | None) -> None:
+    """End ``process`` (SIGTERM, then SIGKILL after 10 s) if it still runs."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def serve(app: ASGIApp, name: str, port: int = 0) -> tuple[uvicorn.Server, threading.Thread, int]:

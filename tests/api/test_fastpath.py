@@ -76,6 +76,14 @@ def _answer(response: httpx.Response) -> tuple[int, dict[str, str], Any]:
     if isinstance(body, dict) and body.pop("retry_after_s", None) is not None:  # the clock moved between the two
         body["detail"] = re.sub(r"after [\d.]+ s", "after N s", body["detail"])
         headers.pop("content-length", None)  # so did the wait's digits
+    if "retry-after" in headers:  # whole seconds, rounded up from a wait that shrinks between the two requests
+        assert int(headers["retry-after"]) >= 1, headers
+        headers["retry-after"] = "<seconds>"
+        if isinstance(body, dict) and isinstance(body.get("detail"), str):  # a paused connect names its wait too
+            detail = re.sub(r"for [\d.]+ s more", "for N s more", body["detail"])
+            if detail != body["detail"]:
+                body["detail"] = detail
+                headers.pop("content-length", None)
     return response.status_code, headers, body
 
 

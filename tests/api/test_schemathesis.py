@@ -8,8 +8,10 @@ a 5xx could only be a bug. Examples are limited per operation to keep the run we
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -61,7 +63,10 @@ def store_database(pg: Any) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def api_schema(demo_dsn: str, store_database: str) -> Iterator[Any]:
+def api_schema(demo_dsn: str, store_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    # A copy of the rules: the run also sends rules edits (PUT /v1/databases/{name}/rules/console), which write.
+    rules = tmp_path_factory.mktemp("rules")
+    shutil.copy(Path(__file__).resolve().parents[2] / "rules" / "demo.yaml", rules / "demo.yaml")
     with ScriptedLLM(default="<sql>SELECT count(*) AS orders FROM orders</sql>") as llm:
         app = create_app(Settings(
             databases={"demo": DatabaseSettings(dsn=demo_dsn, limits=Limits(statement_timeout_ms=2000,
@@ -70,6 +75,7 @@ def api_schema(demo_dsn: str, store_database: str) -> Iterator[Any]:
             store=StoreSettings(dsn=store_database),
             magic=MagicSettings(schedule=False),
             auth=AuthSettings(enabled=False),  # every route reachable (the auth tests cover keys)
+            rules_dir=rules,
         ))
         try:
             yield schemathesis.openapi.from_asgi("/openapi.json", _as_localhost(app))

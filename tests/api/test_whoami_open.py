@@ -10,4 +10,4 @@ async def test_whoami_without_access_control_is_the_anonymous_admin(client: http
     r = await client.get("/v1/whoami")
     assert r.status_code == 200
     assert r.json() == {"name": "anonymous", "role": "admin", "databases": ["*"], "auth_enabled": False,
-                        "user": None, "client": None, "scopes": None, "policy": {}}
+                        "user": None, "client": None, "scopes": None, "policy": {}, "store": False}

@@ -74,3 +74,57 @@ async def test_a_caller_under_a_row_policy_is_never_answered_with_another_caller
             assert exc.extra["verified_questions"] == [] and "Zephyr" not in exc.detail
         else:
             raise AssertionError("a caller under a row policy was answered from a verified example")
+
+
+async def test_without_an_llm_a_verified_follow_up_is_answered_and_a_failed_one_is_not_offered(
+        demo_dsn: str, fresh_db: str, dirs: dict[str, Path]) -> None:
+    """Issue 30 point 3: the console's second question, sent as a follow-up, is answered when it is verified;
+    and the error never names the very question that just failed as one that works."""
+    settings = ask_settings(demo_dsn, dirs, base_url=None)  # no LLM at all
+    settings.store = StoreSettings(dsn=fresh_db, exact_match_answers=True)
+    async with gateway(settings) as (http, _):
+        await add_example(fresh_db, "How many regions are there?", "SELECT count(*) AS regions FROM regions")
+        await add_example(fresh_db, "How many products are there?", "SELECT count(*) AS products FROM products")
+        await add_example(fresh_db, "Which column is gone?", "SELECT no_such_column FROM regions")
+        first = await post_ask(http, "How many regions are there?")
+        assert first.status_code == 200, first.text
+        conversation = first.json()["conversation_id"]
+        assert conversation
+        second = await post_ask(http, "How many products are there?", conversation_id=conversation)
+        assert second.status_code == 200, second.text
+        assert second.json()["attempts"][0]["source"] == "verified_example"
+        stale = await post_ask(http, "Which column is gone?", conversation_id=conversation)
+        problem = stale.json()
+        assert stale.status_code == 503 and problem["code"] == "llm_not_configured"
+        assert "Which column is gone?" not in problem["verified_questions"]
+        assert "Which column is gone?" not in problem["detail"]
+        assert "How many products are there?" in problem["verified_questions"]
+
+
+async def test_starter_questions_are_the_approved_ones_and_none_under_a_row_policy(
+        demo_dsn: str, fresh_db: str, dirs: dict[str, Path]) -> None:
+    from gateway import Gateway, errors
+    from gateway.auth import Principal, Role
+
+    settings = ask_settings(demo_dsn, dirs, base_url=None)
+    settings.store = StoreSettings(dsn=fresh_db)
+    analyst = Principal(name="ann", role=Role.CLIENT, databases=frozenset({"demo"}))
+    tenant = Principal(name="ten", role=Role.CLIENT, databases=frozenset({"demo"}), claims=(("tenant_id", "1"),))
+    elsewhere = Principal(name="bob", role=Role.CLIENT, databases=frozenset({"warehouse"}))
+    async with Gateway(settings) as gw:
+        await add_example(fresh_db, "How many regions are there?", "SELECT count(*) AS regions FROM regions")
+        pool = await asyncpg.create_pool(fresh_db, min_size=1, max_size=1)
+        try:  # proposed by a client: not verified, so neither a starter nor an offline answer
+            await examples.add(pool, database="demo", question="Which tenant pays most?",
+                               sql="SELECT 1", source="feedback", proposed_by="key:x")
+        finally:
+            await pool.close()
+        assert await gw.starters("demo", principal=analyst) == [
+            {"question": "How many regions are there?", "source": "verified"}]
+        assert await gw.starters("demo", principal=tenant) == []
+        try:
+            await gw.starters("demo", principal=elsewhere)
+        except errors.Forbidden:
+            pass
+        else:
+            raise AssertionError("starters of a database the key may not use")

@@ -47,7 +47,7 @@ async def test_alice_runs_sql_and_whoami_shows_her(ogw: Gateway, idp: AuthServer
     me = (await ogw.http.get("/v1/whoami", headers=bearer(token))).json()
     assert me == {"name": "alice", "role": "client", "databases": ["demo"], "auth_enabled": True, "user": "alice",
                   "client": "test-client", "scopes": ["nl2sql:ask", "nl2sql:query"],
-                  "policy": {"region": "eu", "tenant_id": "1"}}
+                  "policy": {"region": "eu", "tenant_id": "1"}, "store": True}
 
 
 async def test_roles_and_databases_come_from_mapped_claims(ogw: Gateway, idp: AuthServer) -> None:

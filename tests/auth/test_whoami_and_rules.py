@@ -40,7 +40,7 @@ async def test_whoami_tells_a_key_its_own_role_and_databases(rules_gw: Gateway, 
     r = await rules_gw.http.get("/v1/whoami", headers=bearer(token))
     assert r.status_code == 200
     assert r.json() == {"name": f"who-{role}", "role": role, "databases": ["demo"], "auth_enabled": True,
-                        "user": None, "client": None, "scopes": None, "policy": {}}  # no end user behind a key
+                        "user": None, "client": None, "scopes": None, "policy": {}, "store": True}  # no end user behind a key
 
 
 async def test_whoami_without_a_valid_key_is_401(rules_gw: Gateway) -> None:

@@ -103,9 +103,10 @@ async def _create_keys(store_dsn: str) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def serve_console(pg: PgServer, demo_dsn: str, folder: Path, oidc: OidcSettings | None = None,
-                        more: dict[str, str] | None = None) -> AsyncIterator[Console]:
+                        more: dict[str, str] | None = None, rules_dir: Path | None = None) -> AsyncIterator[Console]:
     """`serve` in this process: uvicorn on a loopback port in a thread, with its own store and LLM (and
-    end users' tokens from an authorization server with ``oidc``; ``more`` databases by name -> DSN)."""
+    end users' tokens from an authorization server with ``oidc``; ``more`` databases by name -> DSN;
+    ``rules_dir``: a copy of the rules when a test edits them, the repository's otherwise)."""
     store = f"nl2sql_console_{uuid.uuid4().hex[:10]}"
     await admin(pg.admin_dsn, f'CREATE DATABASE "{store}"')
     store_dsn = pg.dsn(store)
@@ -118,7 +119,8 @@ async def serve_console(pg: PgServer, demo_dsn: str, folder: Path, oidc: OidcSet
             auth=AuthSettings(enabled=True, cache_ttl_s=0.0, oidc=oidc),
             magic=MagicSettings(schedule=False),
             llm=LLMSettings(base_url=llm.base_url, model="scripted-model", timeout_s=10.0, max_retries=0),
-            rules_dir=ROOT / "rules",
+            rules_dir=rules_dir or ROOT / "rules",
+            semantic_dir=ROOT / "semantic",  # the shipped demo model: the Metrics page
             guidelines_dir=folder,
         )
         port = free_port()

@@ -98,7 +98,7 @@ def test_sign_in_offers_only_the_pages_of_the_keys_role(browser: Any, console: C
     assert "did not accept" in message
     assert browser.execute_script("return sessionStorage.getItem('nl2sql.key')") is None
     sign_in(browser, console, console.keys["client"])
-    assert nav_pages(browser) == ["ask", "status"]  # schema, rules and guideline need a dba key
+    assert nav_pages(browser) == ["ask", "sql", "trusted", "metrics", "status"]  # schema, rules and guideline need a dba key
     assert "console-client (client)" in find(browser, "#who").text
     # The key lives in this tab's sessionStorage only.
     assert browser.execute_script("return sessionStorage.getItem('nl2sql.key')") == console.keys["client"]
@@ -142,7 +142,7 @@ def test_ask_streams_attempts_then_table_and_chart(browser: Any, console: Consol
     toggle.click()
     assert find(browser, ".chart-box").is_displayed()
     history = [li.text for li in finds(browser, "#ask-history li")]
-    assert len(history) == 2 and REFLECTED in history[0]
+    assert len(history) == 2 and REFLECTED in history[1]  # newest first
     # On a tablet in portrait the history moves below the answer and nothing scrolls sideways.
     browser.set_window_size(820, 1180)
     try:
@@ -162,6 +162,7 @@ def test_feedback_with_corrected_sql_proposes_an_example(browser: Any, console: 
     corrected.clear()
     corrected.send_keys("SELECT p.name, sum(oi.quantity) AS units FROM order_items oi JOIN products p "
                         "ON p.product_id = oi.product_id GROUP BY p.name ORDER BY units DESC LIMIT 5")
+    find(browser, "#fb-note").send_keys("The report needs the top five only.")
     find(browser, "#fb-send").click()
     result = wait(browser, lambda d: find(d, ".fb-result").text, "the feedback receipt")
     assert "recorded as incorrect" in result and "proposed" in result
@@ -208,7 +209,7 @@ def test_dba_reviews_the_proposed_example_and_sees_rules_and_hidden_columns(brow
     wait(browser, visible("#key"), "the sign-in form again")
     assert browser.execute_script("return sessionStorage.getItem('nl2sql.key')") is None
     sign_in(browser, console, console.keys["dba"])
-    assert nav_pages(browser) == ["ask", "schema", "rules", "guideline", "status"]
+    assert nav_pages(browser) == ["ask", "sql", "schema", "rules", "trusted", "metrics", "guideline", "status"]
     browser.get(console.url + "#rules")
     check = wait(browser, visible("#rules-check"), "the rules check")
     assert "0 error(s)" in check.text and "demo.yaml" in check.text
@@ -216,6 +217,12 @@ def test_dba_reviews_the_proposed_example_and_sees_rules_and_hidden_columns(brow
     card = wait(browser, visible("#examples-queue .card"), "the proposed example")
     example_id = card.get_attribute("data-example")
     assert "best-selling" in card.text
+    # The analyst's note, and the original answer (SQL, status, rows) beside the correction.
+    assert "Analyst's note: The report needs the top five only." in card.text
+    original = card.find_element("css selector", ".side-by-side .original")
+    proposed = card.find_element("css selector", ".side-by-side .proposed")
+    assert "LIMIT 10" in original.text and "ok, 10 rows" in original.text
+    assert "LIMIT 5" in proposed.text and "Correction" in proposed.text
     screenshot(browser, "rules")
     card.find_element("css selector", "button.approve").click()
     wait(browser, visible(f"#examples-approved .card[data-example='{example_id}']"), "the example approved")

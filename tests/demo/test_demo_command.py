@@ -52,7 +52,7 @@ def running_demo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
         except httpx.HTTPError:
             time.sleep(0.2)
     try:
-        yield banner, base, port
+        yield banner, base, port, proc.pid
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -63,7 +63,7 @@ def running_demo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
 
 
 def test_demo_prints_its_dsn_and_config_that_other_commands_use(running_demo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    banner, _, _ = running_demo
+    banner, _, _, _ = running_demo
     dsn = re.search(r"Demo database: (postgresql://\S+)", banner)
     config = re.search(r"export NL2SQL_CONFIG=(\S+)", banner)
     assert dsn and config, banner
@@ -82,7 +82,7 @@ def test_demo_prints_its_dsn_and_config_that_other_commands_use(running_demo, tm
 
 
 def test_demo_on_a_busy_port_says_so_before_claiming_to_serve(running_demo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    _, _, port = running_demo
+    _, _, port, _ = running_demo
     result = cli(["demo", "--data-dir", str(tmp_path / "pg"), "--port", str(port)], ENV, tmp_path)
     assert result.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
@@ -90,7 +90,7 @@ def test_demo_on_a_busy_port_says_so_before_claiming_to_serve(running_demo, tmp_
 
 
 def test_demo_answers_a_shipped_question_offline(running_demo) -> None:  # type: ignore[no-untyped-def]
-    _, base, _ = running_demo
+    _, base, _, _ = running_demo
     answer = httpx.post(base + "/v1/ask", json={"database": "demo",
                                                 "question": "How many orders were placed per region?"}, timeout=60)
     assert answer.status_code == 200, answer.text
@@ -98,7 +98,7 @@ def test_demo_answers_a_shipped_question_offline(running_demo) -> None:  # type:
 
 
 def test_a_question_the_demo_cannot_answer_offline_says_what_works(running_demo) -> None:  # type: ignore[no-untyped-def]
-    _, base, _ = running_demo
+    _, base, _, _ = running_demo
     answer = httpx.post(base + "/v1/ask", json={"database": "demo", "question": "Which product sells best?"},
                         timeout=60)
     assert answer.status_code == 503
@@ -112,9 +112,31 @@ def test_a_question_the_demo_cannot_answer_offline_says_what_works(running_demo)
 
 
 def test_the_readme_ask_example_works_offline(running_demo) -> None:  # type: ignore[no-untyped-def]
-    _, base, _ = running_demo
+    _, base, _, _ = running_demo
     readme = (ROOT / "README.md").read_text()
     question = re.search(r"""curl -s localhost:8000/v1/ask .*?"question": "([^"]+)"\}'""", readme, re.S)
     assert question, "the README's /v1/ask example is gone"
     answer = httpx.post(base + "/v1/ask", json={"database": "demo", "question": question.group(1)}, timeout=60)
+    assert answer.status_code == 200, answer.text
+
+
+def test_a_second_demo_on_the_same_data_directory_refuses_and_leaves_the_first_serving(running_demo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    banner, base, port, pid = running_demo
+    data_dir = re.search(r"Postgres data: (\S+)", banner)
+    assert data_dir, banner
+    other_port = free_port()
+    second = subprocess.Popen([sys.executable, "-m", "gateway", "demo", "--data-dir", data_dir.group(1),
+                               "--port", str(other_port)], env=ENV, cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = second.communicate(timeout=120)  # it refuses at once; an adopting one would serve on
+    except subprocess.TimeoutExpired:
+        second.send_signal(signal.SIGINT)  # stop it as a user would: with the old demo this stopped Postgres
+        out, err = second.communicate(timeout=120)
+    assert second.returncode == 2, (out, err)
+    assert f"another nl2sql-gateway demo (pid {pid}, http://127.0.0.1:{port}) is already running on {data_dir.group(1)}" in err
+    assert "starting embedded Postgres" not in out
+    # The first demo's database is untouched: it still runs SQL.
+    answer = httpx.post(base + "/v1/sql", json={"database": "demo", "sql": "SELECT count(*) AS n FROM orders"},
+                        timeout=60)
     assert answer.status_code == 200, answer.text

@@ -69,3 +69,34 @@ async def test_a_run_that_scored_nothing_exits_non_zero(demo_dsn: str, llm: Scri
     status = await run_session(eval_settings(demo_dsn, llm.base_url, guidelines_dir), folder, questions, scenarios,
                                concurrency=1, progress=False, collect=False, out=out)
     assert status == NOTHING_SCORED == 1
+
+
+def test_a_preflight_that_fails_leaves_no_run_folder(demo_dsn: str, tmp_path: Path) -> None:
+    for env in ({}, {"NL2SQL_DATABASES__DEMO__DSN": demo_dsn, "NL2SQL_LLM__MODEL": "m"}):  # no database; no LLM
+        result = eval_cli(["demo", "--limit", "2"], tmp_path, env)
+        assert result.returncode == 2 and "cannot start" in result.stderr, result.stderr
+        assert "starting run" not in result.stderr
+        assert not (tmp_path / "eval-runs").exists() or not list((tmp_path / "eval-runs").iterdir())
+
+
+async def test_the_terminal_says_which_questions_were_dropped_and_why(demo_dsn: str, llm: ScriptedLLM,
+                                                                     guidelines_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "one-broken.jsonl"
+    path.write_text("\n".join(json.dumps(q) for q in [
+        {"id": "ok", "question": "How many regions?", "database": "demo", "gold_sql": "SELECT count(*) FROM regions"},
+        {"id": "broken", "question": "How many unicorns?", "database": "demo",
+         "gold_sql": "SELECT count(*) FROM unicorns"}]) + "\n")
+    answer_by_question(llm, {"How many regions?": ("SELECT count(*) FROM regions", None),
+                             "How many unicorns?": ("SELECT 1", None)})
+    scenarios = matrix(["first_pass"], ["none"])
+    folder, _ = RunFolder.create_or_resume(tmp_path / "run", {
+        "questions_file": str(path), "questions_digest": "x", "question_count": 2,
+        "scenarios": [s.name for s in scenarios]})
+    out = io.StringIO()
+    status = await run_session(eval_settings(demo_dsn, llm.base_url, guidelines_dir), folder, load_questions(path),
+                               scenarios, concurrency=1, progress=False, collect=False, out=out)
+    assert status == 0
+    text = out.getvalue()
+    assert "1 question left out of the scores (its gold SQL failed):" in text
+    dropped = [line for line in text.splitlines() if line.strip().startswith("broken:")]
+    assert len(dropped) == 1 and "unicorns" in dropped[0] and "does not exist" in dropped[0], text

@@ -101,7 +101,10 @@ async def test_with_too_few_examples_the_gate_replays_reflections_and_says_why(
     assert "2 held-out verified example(s)" in evaluation["note"] and "gate_question_min_examples" in evaluation["note"]
     # no held-out corrections either: today's gate refuses, as it did before
     assert refused.json()["code"] == "guideline_gate_failed" and evaluation["examples"] == 0
-    assert not [r for r in llm.requests if is_generation(r)]  # no question was replayed
+    # the accuracy gate replayed no question; the regression replay did (both verified questions, under both
+    # guidelines), and found none broken (the candidate fixes them)
+    assert len([r for r in llm.requests if is_generation(r)]) == 4
+    assert evaluation["regressed"] == 0
 
 
 async def test_examples_the_candidate_learnt_from_are_not_held_out(

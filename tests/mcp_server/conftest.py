@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -118,11 +119,12 @@ async def http_gw(demo_dsn: str, store_dsn: str, llm_server: ScriptedLLM,  # noq
 
 
 @asynccontextmanager
-async def http_client(url: str, token: str | None, *, mode: str = "auto") -> AsyncIterator[Client]:
-    """The SDK's client over streamable HTTP, sending ``token`` as a Bearer API key."""
+async def http_client(url: str, token: str | None, *, mode: str = "auto", **options: Any) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP, sending ``token`` as a Bearer API key; ``options``: more of the
+    client's (an elicitation callback, extensions)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with create_mcp_http_client(headers=headers) as http, \
-            Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            Client(streamable_http_client(url, http_client=http), mode=mode, **options) as client:
         yield client
 
 

@@ -15,6 +15,7 @@ from gateway.testing.scripted_llm import ScriptedLLM
 from tests.ask.helpers import script, sql
 from tests.mcp_server.conftest import HIDDEN, HIDDEN_VALUES, Served, http_client, mcp_settings, served
 
+# list_metrics and query_metrics are listed only with a semantic layer (tests/mcp_server/test_metrics_tools.py)
 ALL_TOOLS = {"list_databases", "describe_schema", "search_schema", "check_sql", "run_sql", "ask", "give_feedback"}
 
 

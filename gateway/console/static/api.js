@@ -33,6 +33,7 @@ export function explain(status, problem) {
     return `This API key may not do that${detail ? `: ${detail}` : ""}. Ask an admin for a key with the needed role or database.`;
   }
   if (status === 429) return `Too many requests: ${detail || "wait a moment and try again"}.`;
+  if (problem && problem.code === "store_not_configured") return `Not configured on this gateway: ${detail || "it has no feedback store"}.`;
   if (status === 503) return `The gateway is busy or unavailable: ${detail || "try again shortly"}.`;
   const code = problem && problem.code ? ` [${problem.code}]` : "";
   return (detail || `The request failed with HTTP ${status}.`) + code;

@@ -5,18 +5,26 @@ import { ApiError, get, session } from "./api.js";
 import * as oidc from "./oidc.js";
 import { clear, h } from "./dom.js";
 import * as ask from "./ask.js";
+import * as sqltab from "./sqltab.js";
 import * as schema from "./schema.js";
 import * as rules from "./rules.js";
+import * as metrics from "./metrics.js";
 import * as guideline from "./guideline.js";
+import * as regressions from "./regressions.js";
 import * as status from "./status.js";
+import * as trusted from "./trusted.js";
 
 const RANK = { client: 1, dba: 2, admin: 3 };
 // Each page and the least role its API calls need (gateway/auth/access.py); Status reads public endpoints.
 const PAGES = {
   ask: { module: ask, role: "client", title: "Ask" },
+  sql: { module: sqltab, role: "client", title: "SQL" },
   schema: { module: schema, role: "dba", title: "Schema" },
   rules: { module: rules, role: "dba", title: "Rules and examples" },
+  trusted: { module: trusted, role: "client", title: "Trusted" },
+  metrics: { module: metrics, role: "client", title: "Metrics" },
   guideline: { module: guideline, role: "dba", title: "Guideline" },
+  regressions: { module: regressions, role: "dba", title: "Regressions" },  // #regressions/<version>, from Guideline
   status: { module: status, role: null, title: "Status" },
 };
 
@@ -84,21 +92,26 @@ async function signOut() {
 
 function route() {
   if (!me) return;
-  let name = location.hash.slice(1) || "ask";
-  if (!PAGES[name]) name = "ask";
+  // #page or #page/param (a permalink: #ask/<request id>)
+  const [asked, ...rest] = location.hash.slice(1).split("/");
+  let name = asked || "ask";
+  let param = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  if (!PAGES[name]) { name = "ask"; param = null; }
   if (!allowed(name)) {
+    const asked = name;
     name = Object.keys(PAGES).find(allowed);
-    notice(`That page needs a ${PAGES[location.hash.slice(1)]?.role || "different"} key; your key's role is ${me.role}.`);
+    param = null;
+    notice(`That page needs a ${PAGES[asked]?.role || "different"} key; your key's role is ${me.role}.`);
   } else notice("");
   if (current && current.leave) current.leave();
   for (const link of document.querySelectorAll("#nav a")) {
-    if (link.dataset.page === name) link.setAttribute("aria-current", "page");
+    if (link.dataset.page === name || (name === "regressions" && link.dataset.page === "guideline")) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
   document.title = `${PAGES[name].title} · nl2sql-gateway console`;
   const page = clear($("#page"));
   current = PAGES[name].module;
-  current.show(page, { me, notice, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
+  current.show(page, { me, notice, param, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
                                                                           : "Your sign-in was refused; sign in again.") });
 }
 

@@ -1,7 +1,8 @@
-// A chart of an answer, as inline SVG: a line over a time dimension, bars over a category, for the first
-// numeric measure. chartSpec() decides whether the result has such a shape at all.
+// A chart of an answer, as inline SVG: a line over a time or numeric dimension, bars over a category, for
+// the first numeric measure; the reader may switch between the two. chartSpec() decides whether the result has such a shape at all.
 
 import { isNumeric } from "./table.js";
+import { h } from "./dom.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const TIME = /^(date|timestamp|timestamptz|time)/;
@@ -14,15 +15,43 @@ function s(tag, attrs = {}, text) {
   return el;
 }
 
+// The dimension is the first non-numeric column; when every column is numeric (a month number, a year and
+// a total) the first column is the dimension and the next one the measure, drawn as a line.
 export function chartSpec(columns, rows) {
   if (!rows.length || rows.length > 500 || columns.length < 2) return null;
-  const measure = columns.findIndex((c, i) => i > 0 && isNumeric(c.type));
-  const dim = columns.findIndex((c) => !isNumeric(c.type));
-  if (measure < 0 || dim < 0) return null;
+  let dim = columns.findIndex((c) => !isNumeric(c.type));
+  let numericDim = false;
+  if (dim < 0) { dim = 0; numericDim = true; }
+  const measure = columns.findIndex((c, i) => i !== dim && i > 0 && isNumeric(c.type));
+  if (measure < 0) return null;
   const time = TIME.test(columns[dim].type);
-  if (!time && rows.length > 50) return null;  // too many categories to read as bars
-  return { dim, measure, kind: time ? "line" : "bar" };
+  if (!time && !numericDim && rows.length > 50) return null;  // too many categories to read as bars
+  return { dim, measure, kind: time || numericDim ? "line" : "bar" };
 }
+
+// A chart with its controls: show or hide it, bars or a line (whatever chartSpec suggested first).
+export function chartView(columns, rows) {
+  const spec = chartSpec(columns, rows);
+  if (!spec) return null;
+  const n = ++views;
+  const holder = h("figure", { class: "chart-box", id: `chart-${n}` });
+  const kind = h("select", { id: "chart-kind", "aria-label": "Chart type" },
+    ["bar", "line"].map((k) => h("option", { value: k, selected: k === spec.kind }, k === "bar" ? "Bars" : "Line")));
+  const draw = () => {
+    const now = { ...spec, kind: kind.value };
+    holder.replaceChildren(chart(columns, rows, now),
+      h("figcaption", {}, `${now.kind === "line" ? "Line" : "Bar"} chart: ${columns[now.measure].name} by ${columns[now.dim].name}`));
+  };
+  kind.addEventListener("change", draw);
+  draw();
+  const toggle = h("input", { type: "checkbox", id: "chart-toggle", checked: true, "aria-controls": holder.id,
+    onchange: () => { holder.hidden = !toggle.checked; kind.disabled = !toggle.checked; } });
+  return h("div", { class: "chart-view" },
+    h("p", { class: "toolbar" }, toggle, " ", h("label", { for: "chart-toggle" }, "Show chart"), " ",
+      h("label", { for: "chart-kind" }, "Type"), kind), holder);
+}
+
+let views = 0;
 
 export function chart(columns, rows, spec) {
   const W = 640, H = 280, L = 64, R = 12, T = 12, B = 64;

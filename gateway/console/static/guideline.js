@@ -1,10 +1,12 @@
 // Guideline (dba): versions with status, text, a diff between any two, provenance, the gate's evaluation;
-// regenerate, activate, roll back (activating a version that was active before).
+// regenerate, activate, roll back (activating a version that was active before); each version links to its
+// Regressions view (regressions.js).
 
 import { get, post } from "./api.js";
 import { clear, h, liveRegion } from "./dom.js";
 import { diffLines } from "./diff.js";
 import { fail } from "./schema.js";
+import { databasePicker } from "./pick.js";
 
 export async function show(root, ctx) {
   let opening = 0;  // only the last version asked for is shown, whichever answer arrives last
@@ -12,11 +14,13 @@ export async function show(root, ctx) {
   const versions = h("div", { id: "gl-versions" });
   const detail = h("div", { id: "gl-detail" });
   const diff = h("div", { id: "gl-diff" });
+  const shipped = h("div", { id: "gl-shipped" });
   const regen = h("button", { type: "button", id: "gl-regenerate" }, "Regenerate now");
   root.append(
     h("section", { class: "panel", "aria-labelledby": "gl-title" }, h("h1", { id: "gl-title" }, "Guideline"),
       h("p", {}, "MAGIC writes the guideline from corrections; a candidate becomes active only through the gate, or a DBA's decision."),
       h("div", { class: "toolbar" }, regen), live, versions),
+    h("section", { class: "panel", "aria-labelledby": "gl-shipped-title" }, h("h2", { id: "gl-shipped-title" }, "Shipped guideline"), shipped),
     h("section", { class: "panel", "aria-labelledby": "gl-diff-title" }, h("h2", { id: "gl-diff-title" }, "Compare versions"), diff),
     h("section", { class: "panel", "aria-labelledby": "gl-detail-title" }, h("h2", { id: "gl-detail-title" }, "Version"), detail));
   regen.addEventListener("click", async () => {
@@ -29,6 +33,27 @@ export async function show(root, ctx) {
     } catch (e) { live.textContent = e.message; } finally { regen.disabled = false; }
   });
   await load();
+  showShipped();
+
+  // The file a database falls back to, and whether it is what the database's questions use now.
+  async function showShipped() {
+    let picker;
+    try { picker = await databasePicker("gl-db", render); } catch (e) { return fail(shipped, e, ctx); }
+    const body = h("div", {});
+    clear(shipped).append(picker.field, body);
+    if (!picker.empty) render(picker.select.value);
+    async function render(db) {
+      try {
+        const [file, list] = await Promise.all([get(`../v1/guidelines/shipped?database=${encodeURIComponent(db)}`),
+          get(`../v1/guidelines?database=${encodeURIComponent(db)}`).catch(() => null)]);
+        const used = !list || !list.in_force || list.in_force.version === null;
+        clear(body).append(h("p", { id: "gl-shipped-state", class: used ? "ok" : "" }, used
+            ? `In force for ${db}: no stored version is active, its questions use the shipped file (${file.version}).`
+            : `Not in force for ${db}: version ${list.in_force.version} is (${list.in_force.source}). A reset goes back to this file.`),
+          h("pre", { class: "guideline-text", id: "gl-shipped-text", tabindex: "0" }, file.text || "(empty: no guideline)"));
+      } catch (e) { fail(body, e, ctx); }
+    }
+  }
 
   async function load(selected) {
     let list;
@@ -86,12 +111,19 @@ export async function show(root, ctx) {
         const r = await post(`../v1/guidelines/${v.version}/activate`, { force: force.checked });
         live.textContent = `Version ${r.version} is ${r.status}.`;
         await load(v.version);
-      } catch (e) { live.textContent = e.message; activate.disabled = false; }
+      } catch (e) {
+        live.textContent = e.message;
+        activate.disabled = false;
+        if (e.code === "guideline_regressed" || e.problem?.report_id) {  // the replay's report names each question
+          live.append(" ", h("a", { href: `#regressions/${v.version}`, id: "gl-regressions-refused" }, "See the regressions"));
+        }
+      }
     } }, rollback ? `Roll back to version ${v.version}` : `Activate version ${v.version}`);
     clear(detail).append(
       h("p", {}, h("strong", {}, `Version ${v.version}`), " ", h("span", { class: `badge ${v.status}`, id: "gl-status" }, v.status),
         v.parent ? ` · from version ${v.parent}` : "", v.activated_at ? ` · activated ${v.activated_at.replace("T", " ").slice(0, 19)}` : ""),
-      h("div", { class: "toolbar" }, activate, force, h("label", { for: "gl-force" }, "Skip the gate (force)")),
+      h("div", { class: "toolbar" }, activate, force, h("label", { for: "gl-force" }, "Skip the gate (force)"),
+        h("a", { href: `#regressions/${v.version}`, id: "gl-regressions" }, `Regressions of version ${v.version}`)),
       h("h3", {}, "Text"), h("pre", { class: "guideline-text", tabindex: "0" }, v.text),
       h("h3", {}, "Provenance"), keyValues(v.provenance),
       h("h3", {}, "Gate evaluation"), v.evaluation ? keyValues(v.evaluation) : h("p", {}, "Not evaluated."));

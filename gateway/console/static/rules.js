@@ -6,14 +6,16 @@ import { append, clear, h, liveRegion } from "./dom.js";
 import { databasePicker } from "./pick.js";
 import { highlight } from "./sql.js";
 import { fail } from "./schema.js";
+import { rulesEditor } from "./rulesedit.js";
 
 export async function show(root, ctx) {
   const rulesBody = h("div", { id: "rules-body" });
+  const editor = h("div", { id: "rules-editor" });
   const queue = h("div", { id: "examples-queue" });
   const approved = h("div", { id: "examples-approved" });
   const live = liveRegion();
   root.append(
-    h("section", { class: "panel", "aria-labelledby": "rules-title" }, h("h1", { id: "rules-title" }, "Rules and examples"), rulesBody),
+    h("section", { class: "panel", "aria-labelledby": "rules-title" }, h("h1", { id: "rules-title" }, "Rules and examples"), rulesBody, editor),
     h("section", { class: "panel", "aria-labelledby": "queue-title" }, h("h2", { id: "queue-title" }, "Proposed examples"),
       h("p", {}, "Question and SQL pairs that clients sent as feedback. Only approved ones are shown to the model or answer questions."), live, queue),
     h("section", { class: "panel", "aria-labelledby": "approved-title" }, h("h2", { id: "approved-title" }, "Approved examples"), approved));
@@ -21,6 +23,9 @@ export async function show(root, ctx) {
   try { picker = await databasePicker("rules-db", loadRules); } catch (e) { return fail(rulesBody, e, ctx); }
   rulesBody.before(picker.field);
   if (!picker.empty) loadRules(picker.select.value);
+  const editorFor = (db) => rulesEditor(editor, db, loadRules);
+  picker.select.addEventListener("change", () => editorFor(picker.select.value));
+  if (!picker.empty) editorFor(picker.select.value);
   loadExamples();
 
   async function loadRules(db) {
@@ -30,9 +35,12 @@ export async function show(root, ctx) {
     const errors = r.problems.filter((p) => p.severity === "error").length;
     const list = (title, items, render = (x) => h("code", {}, x)) => items.length ?
       [h("h3", {}, title), h("ul", {}, items.map((x) => h("li", {}, render(x))))] : [];
+    const warnings = r.problems.length - errors, roles = r.privileges.length;
+    // Green only when nothing at all is wrong: role problems under a clean file check are still problems.
     append(clear(rulesBody), [
-      h("p", { id: "rules-check", class: errors ? "error" : "ok" },
-        `rules check: ${errors} error(s), ${r.problems.length - errors} warning(s)` + (r.files.length ? ` in ${r.files.join(", ")}` : " (no rule file for this database)")),
+      h("p", { id: "rules-check", class: errors ? "error" : warnings || roles ? "warn" : "ok" },
+        `rules check: ${errors} error(s), ${warnings} warning(s)` + (r.files.length ? ` in ${r.files.join(", ")}` : " (no rule file for this database)") +
+        (roles ? `; the database role: ${roles} problem(s), below` : "")),
       r.problems.length ? h("ul", { class: "problems" }, r.problems.map((p) => h("li", {}, h("code", {}, `${p.file}:${p.line}`), ` ${p.severity}: ${p.message}`))) : null,
       r.privileges.length ? h("ul", { class: "problems" }, r.privileges.map((p) => h("li", {}, `role: ${p}`))) : null,
       ...list("Hidden tables", r.hidden_tables), ...list("Hidden columns", r.hidden_columns),
@@ -66,7 +74,17 @@ export async function show(root, ctx) {
     };
     return h("li", { class: "card", "data-example": e.id },
       h("p", {}, h("strong", {}, `#${e.id} · ${e.database}`), ` · ${e.source} · by ${e.proposed_by}`),
-      h("p", { class: "question" }, e.question), highlight(e.sql),
+      h("p", { class: "question" }, e.question),
+      e.note ? h("p", { class: "analyst-note" }, h("strong", {}, "Analyst's note: "), e.note) : null,
+      // The original answer beside what is proposed, when the proposal corrects it.
+      e.original_sql && e.original_sql.trim() !== e.sql.trim()
+        ? h("div", { class: "side-by-side" },
+          h("div", { class: "original" }, h("h4", {}, `Original answer: ${e.original_status || "–"}`,
+            e.original_row_count !== null && e.original_row_count !== undefined ? `, ${e.original_row_count} rows` : ""), highlight(e.original_sql)),
+          h("div", { class: "proposed" }, h("h4", {}, e.source === "correction" ? "Correction" : "Proposed"), highlight(e.sql)))
+        : [e.original_status ? h("p", { class: "muted" }, `Answered ${e.original_status}` +
+            (e.original_row_count !== null && e.original_row_count !== undefined ? `, ${e.original_row_count} rows` : "") +
+            (e.verdict ? `; the analyst said ${e.verdict}.` : ".")) : null, highlight(e.sql)],
       reviewable ? h("div", { class: "toolbar" },
         h("label", { for: noteId }, "Note"), note,
         h("button", { type: "button", class: "approve", onclick: () => decide("approve") }, `Approve #${e.id}`),

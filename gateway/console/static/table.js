@@ -1,8 +1,11 @@
-// The result table: sortable columns (buttons in the headers, aria-sort), copy as TSV, download as CSV.
+// The result table: sortable columns (buttons in the headers, aria-sort), pages of PAGE rows for large
+// results, copy as TSV, download as CSV (both of every row, in the sorted order).
 
 import { h, fmt } from "./dom.js";
 
 const NUMERIC = /^(int|float|numeric|decimal|real|double|money|smallint|bigint)/;
+
+export const PAGE = 100;
 
 export function isNumeric(type) { return NUMERIC.test(type || ""); }
 
@@ -33,15 +36,33 @@ export function resultTable(columns, rows, { caption = "Result", say = () => {} 
     h("button", { type: "button", class: "sort", onclick: () => sortBy(i) }, c.name,
       h("span", { class: "type" }, ` ${c.type}`))));
 
+  let page = 0;
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE));
+  const where = h("span", { class: "page-at", "aria-live": "polite" });
+  const prev = h("button", { type: "button", class: "page-prev", onclick: () => turn(-1) }, "Previous rows");
+  const next = h("button", { type: "button", class: "page-next", onclick: () => turn(1) }, "Next rows");
+  const pager = pages > 1 ? h("div", { class: "toolbar pager" }, prev, where, next) : null;
+  function turn(by) {
+    page = Math.min(pages - 1, Math.max(0, page + by));
+    render();
+    say(where.textContent);
+  }
   function render() {
-    tbody.replaceChildren(...order.map((i) => h("tr", {}, rows[i].map((v, j) =>
+    const shown = order.slice(page * PAGE, (page + 1) * PAGE);
+    tbody.replaceChildren(...shown.map((i) => h("tr", {}, rows[i].map((v, j) =>
       h("td", { class: [v === null ? "null" : "", isNumeric(columns[j].type) ? "num" : ""].join(" ").trim() || null }, fmt(v))))));
+    if (pager) {
+      where.textContent = `Rows ${page * PAGE + 1}–${page * PAGE + shown.length} of ${rows.length}`;
+      prev.disabled = page === 0;
+      next.disabled = page === pages - 1;
+    }
   }
   function sortBy(col) {
     const dir = sorted.col === col && sorted.dir === "ascending" ? "descending" : "ascending";
     const numeric = isNumeric(columns[col].type);
     order = rows.map((_, i) => i).sort((a, b) => compare(rows[a][col], rows[b][col], numeric) * (dir === "ascending" ? 1 : -1));
     sorted = { col, dir };
+    page = 0;
     heads.forEach((th, i) => th.setAttribute("aria-sort", i === col ? dir : "none"));
     render();
     say(`Sorted by ${columns[col].name}, ${dir}.`);
@@ -64,5 +85,5 @@ export function resultTable(columns, rows, { caption = "Result", say = () => {} 
   return h("div", { class: "result" },
     h("div", { class: "toolbar" }, copy, download),
     h("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": caption },
-      h("table", { class: "grid" }, h("caption", {}, caption), h("thead", {}, h("tr", {}, heads)), tbody)));
+      h("table", { class: "grid" }, h("caption", {}, caption), h("thead", {}, h("tr", {}, heads)), tbody)), pager);
 }
