@@ -153,7 +153,7 @@ class Gateway:
         await _load_relations(state)
         state.extras["started_at"] = time.time()  # uptime on the console's Status page (GET /v1/about)
         if settings.context.warm_start:  # in the background: serving starts now, /readyz tells the progress
-            state.schemas.warm(targets.by_name.values(), state.ruleset)
+            await state.schemas.warm(targets.by_name.values(), state.ruleset)
         self._state = state
         _freeze_heap()
         log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)

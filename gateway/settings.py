@@ -424,9 +424,14 @@ class ContextSettings(BaseModel):
                                   "schema is read again in the background while the old snapshot keeps "
                                   "serving, so schema changes reach prompts without a restart or waiting for "
                                   "`schema_ttl_s`. 0 turns the check off.")
-    warm_start: bool = Field(default=True, description="Read every database's schema in the background as the "
-                             "gateway starts, so the first question does not wait for introspection; "
-                             "`/readyz` reports its progress under `schemas` (it does not wait for it).")
+    warm_start: bool = Field(default=True, description="Read the schema of every database of at least "
+                             "`warm_start_tables` tables in the background as the gateway starts, so the first "
+                             "question does not wait for introspection; `/readyz` reports its progress under "
+                             "`schemas` (it does not wait for it).")
+    warm_start_tables: int = Field(default=500, ge=0, description="Databases with fewer tables and views (one "
+                                   "count at start) are read on their first question instead, which takes well "
+                                   "under a second: no background reads on the connections meanwhile. 0: warm "
+                                   "every database.")
     token_budget: int = Field(default=4000, ge=200, description="Most tokens (about 4 characters each) of "
                               "schema text in a prompt; larger schemas are pruned to the question's tables.")
     sample_values: int = Field(default=6, ge=0, le=50, description="Sample values shown per low-cardinality "

@@ -95,11 +95,30 @@ class SchemaCache:
         self._checks: dict[str, asyncio.Task[None]] = {}  # one catalog version check in flight per database
         self._progress: dict[str, dict[str, Any]] = {}  # database -> what its refresh in flight has done
 
-    def warm(self, targets: Any, rules_of: Any) -> None:
-        """Start reading the schema of every target (``rules_of(name)``: its rules) in the background."""
+    async def warm(self, targets: Any, rules_of: Any) -> list[str]:
+        """Start reading the schema of every target of at least ``warm_start_tables`` relations in the
+        background (``rules_of(name)``: its rules); the names of those started. Awaited as the gateway
+        starts: one count per database, bounded by its client timeout. A database that cannot be counted
+        or whose rules are not served (broken at the first start: ``rules_unavailable``) is not warmed;
+        its first question reads the schema, or is refused, as without a warm start."""
+        started: list[str] = []
         for target in targets:
-            if target.name not in self._snapshots and target.name not in self._refreshes:
-                self._start(target, rules_of(target.name))
+            if target.name in self._snapshots or target.name in self._refreshes:
+                continue
+            try:
+                rules = rules_of(target.name)
+                if self.settings.warm_start_tables:
+                    count = await sample_queries.relation_count(target)
+                    if count < self.settings.warm_start_tables:
+                        continue
+            except Exception as exc:  # noqa: BLE001 - the warm start is an optimisation, never a start failure
+                log.info("schema_warm_skipped", database=target.name, error=f"{type(exc).__name__}: {exc}")
+                continue
+            self._start(target, rules)
+            started.append(target.name)
+        if started:
+            log.info("schema_warm_started", databases=started)
+        return started
 
     def progress(self, database: str) -> dict[str, Any]:
         """How far the schema of ``database`` is read: ``{"state": "ready" | "loading" | "not_loaded", ...}``

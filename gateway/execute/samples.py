@@ -139,6 +139,19 @@ async def complete_value_lists(target: Target, stats: ColumnStats, columns: Sequ
     return out
 
 
+RELATIONS_SQL = """
+SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+"""
+
+
+async def relation_count(target: Target) -> int:
+    """How many tables, views and foreign tables the database has (outside the system schemas); one count."""
+    async with _read_only(target, catalog=True) as conn:
+        return int(await conn.fetchval(RELATIONS_SQL))
+
+
 async def catalog_version(target: Target) -> str:
     """A fingerprint of the catalog that changes when a relation, column, comment, key or grant does."""
     async with _read_only(target, catalog=True) as conn:

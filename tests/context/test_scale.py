@@ -11,6 +11,7 @@ import asyncpg
 import pytest
 
 from bench.schema_scale import build_database, make_questions, make_tables
+from gateway import errors
 from gateway.context import build_context, estimate_tokens
 from gateway.execute import Targets
 from gateway.rules import RulesRegistry
@@ -125,11 +126,31 @@ async def test_no_check_without_schema_check(fresh_db: str, open_state) -> None:
 
 
 async def test_readiness_progress_while_warming(mid_size: str, open_state) -> None:  # type: ignore[no-untyped-def]
-    state = await open_state(mid_size)
+    state = await open_state(mid_size, warm_start_tables=TABLES)
     assert state.schemas.progress("scale") == {"state": "not_loaded"}
-    state.schemas.warm([state.target("scale")], state.ruleset)
+    assert await state.schemas.warm([state.target("scale")], state.ruleset) == ["scale"]
     assert state.schemas.progress("scale")["state"] == "loading"
     ctx = await ask(state, "How many rows?")  # waits for the warm-up, does not start another
     assert ctx.tables
     done = state.schemas.progress("scale")
     assert done["state"] == "ready" and done["tables"] == TABLES
+
+
+async def test_no_warm_start_below_the_table_threshold(mid_size: str, open_state) -> None:  # type: ignore[no-untyped-def]
+    """A small database is read on its first question: nothing runs on its connections in the background."""
+    state = await open_state(mid_size, warm_start_tables=TABLES + 1)
+    assert await state.schemas.warm([state.target("scale")], state.ruleset) == []
+    assert state.schemas.progress("scale") == {"state": "not_loaded"}
+    ctx = await ask(state, "How many rows?")
+    assert ctx.tables and state.schemas.progress("scale")["state"] == "ready"
+
+
+async def test_no_warm_start_while_the_rules_are_not_served(mid_size: str, open_state, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Rules broken from the first start: the warm start reads nothing (questions are refused anyway) and
+    the gateway still starts, failing closed on each question."""
+    state = await open_state(mid_size, warm_start_tables=0)
+    (tmp_path / "rules" / "scale.yaml").write_text("")
+    with pytest.raises(errors.RulesUnavailable):
+        state.ruleset("scale")
+    assert await state.schemas.warm([state.target("scale")], state.ruleset) == []
+    assert state.schemas.progress("scale") == {"state": "not_loaded"}
