@@ -444,11 +444,11 @@ TOOLS: tuple[ToolSpec, ...] = (
              "(elicitation), else status needs_clarification.", AskArgs, ASK_OUT, "/v1/ask", Operation.ASK, ask,
              meta=apps.tool_meta(), needs_llm=True),
     ToolSpec("list_metrics", "List the semantic model's metrics", "The metrics (SQL definition, synonyms, "
-             "dimensions to group by) and dimensions (time grains) for query_metrics.", DatabaseArg, METRICS_OUT, "/v1/databases/{name}/semantic",
-             Operation.SCHEMA, list_metrics, needs_semantic=True),
+             "dimensions to group by) and dimensions (time grains) for query_metrics.", DatabaseArg, METRICS_OUT,
+             "/v1/databases/{name}/semantic", Operation.SCHEMA, list_metrics, needs_semantic=True),
     ToolSpec("query_metrics", "Query metrics by dimensions", "Metrics grouped by dimensions, filtered, at a "
-             "time grain: SQL written from the definitions, run like run_sql.", MetricQueryArgs, METRIC_QUERY_OUT, "/v1/sql",
-             Operation.QUERY, query_metrics, needs_semantic=True),
+             "time grain: SQL written from the definitions, run like run_sql.", MetricQueryArgs,
+             METRIC_QUERY_OUT, "/v1/sql", Operation.QUERY, query_metrics, needs_semantic=True),
     ToolSpec("give_feedback", "Say whether an answer was right", "Feedback on an ask result: 'correct', or "
              "'incorrect' with optional corrected SQL. The gateway learns from it after review.", FeedbackArgs,
              FEEDBACK_OUT, "/v1/feedback", Operation.FEEDBACK, give_feedback, read_only=False),
