@@ -49,6 +49,9 @@ TEXT_TYPES = ("text", "character varying", "character", "citext", "name", "varch
 # Without planner statistics, only tables this small are sampled (one GROUP BY per text column).
 UNANALYZED_SAMPLE_MAX_ROWS = 200_000
 SAMPLE_CONCURRENCY = 4
+# A first read of a schema this large is published before its sample values (see _publish_partial); a
+# smaller one is read whole in well under a second, and its first question gets the values too.
+PARTIAL_MIN_TABLES = 500
 
 
 @dataclass(slots=True)
@@ -97,6 +100,9 @@ class SchemaCache:
         self._building: dict[ViewKey, asyncio.Future[SchemaSnapshot]] = {}
         self._checks: dict[str, asyncio.Task[None]] = {}  # one catalog version check in flight per database
         self._progress: dict[str, dict[str, Any]] = {}  # database -> what its refresh in flight has done
+        # database -> resolved with the partial snapshot of its first read (see _publish_partial), so that a
+        # question waiting for that read stops waiting as soon as the schema is introspected
+        self._first: dict[str, asyncio.Future[SchemaSnapshot]] = {}
 
     async def warm(self, targets: Any, rules_of: Any) -> list[str]:
         """Start reading the schema of every target of at least ``warm_start_tables`` relations in the
@@ -253,6 +259,11 @@ class SchemaCache:
             # shield: a question that stops waiting (its deadline, its client gone) leaves the refresh running
             # for the next question; the refresh has its own bound.
             async with asyncio.timeout(None if wait is None else max(wait, 0.0)):
+                first = self._first.get(target.name) if current is None else None
+                if first is not None and not first.done():
+                    await asyncio.wait({refresh, first}, return_when=asyncio.FIRST_COMPLETED)  # cancels neither
+                if first is not None and first.done() and not first.cancelled():
+                    return first.result()
                 return await asyncio.shield(refresh)
         except TimeoutError:
             if current is not None:
@@ -270,6 +281,8 @@ class SchemaCache:
         context = contextvars.copy_context()
         context.run(request_deadline.start_at, None)
         self._progress[target.name] = {"phase": "starting"}
+        if target.name not in self._snapshots and target.name not in self._first:
+            self._first[target.name] = asyncio.get_running_loop().create_future()
         task = asyncio.create_task(self._refresh(target, rules), name=f"schema-refresh-{target.name}",
                                    context=context)
         self._refreshes[target.name] = task
@@ -297,6 +310,9 @@ class SchemaCache:
     def _finished(self, database: str, task: asyncio.Task[SchemaSnapshot]) -> None:
         if self._refreshes.get(database) is task:
             del self._refreshes[database]
+        first = self._first.pop(database, None)
+        if first is not None and not first.done():
+            first.cancel()  # the read ended without a partial snapshot: its waiters have the task's outcome
         if task.cancelled():
             return
         exc = task.exception()  # retrieved here, so a failure nobody waited for is not reported as lost
@@ -331,6 +347,9 @@ class SchemaCache:
         if target.name not in self._snapshots:
             self._snapshots[target.name] = partial
             log.info("schema_partial_published", database=target.name, tables=len(schema.tables))
+            first = self._first.get(target.name)
+            if first is not None and not first.done():
+                first.set_result(partial)
 
     async def _load(self, target: Target, rules: RuleSet) -> SchemaSnapshot:
         started = time.perf_counter()
@@ -341,7 +360,7 @@ class SchemaCache:
         schema = await introspect(target)
         introspected = time.perf_counter()
         progress.update(phase="sampling", tables=len(schema.tables))
-        if target.name not in self._snapshots:
+        if target.name not in self._snapshots and len(schema.tables) >= PARTIAL_MIN_TABLES:
             await self._publish_partial(target, rules, schema, version)
         column_stats = await sample_queries.column_stats(target)
         stats = column_stats.n_distinct
