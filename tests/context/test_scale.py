@@ -154,3 +154,23 @@ async def test_no_warm_start_while_the_rules_are_not_served(mid_size: str, open_
         state.ruleset("scale")
     assert await state.schemas.warm([state.target("scale")], state.ruleset) == []
     assert state.schemas.progress("scale") == {"state": "not_loaded"}
+
+
+async def test_a_large_first_read_is_published_before_its_values(mid_size: str, open_state,  # type: ignore[no-untyped-def]
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schema at or over PARTIAL_MIN_TABLES is answered from once introspected; the complete snapshot,
+    with sample values, replaces it when the read ends (the next question sees it)."""
+    from gateway.context import cache
+
+    monkeypatch.setattr(cache, "PARTIAL_MIN_TABLES", TABLES)
+    state = await open_state(mid_size, warm_start_tables=TABLES)
+    target, rules = state.target("scale"), state.ruleset("scale")
+    assert await state.schemas.warm([target], state.ruleset) == ["scale"]
+    first = await state.schemas.get(target, rules)
+    assert len(first.schema.tables) == TABLES
+    assert first.partial == (not first.values)  # the partial snapshot has no values; the complete one has
+    while state.schemas.progress("scale").get("values") == "loading" or "refresh" in state.schemas.progress("scale"):
+        await asyncio.sleep(0.05)
+    complete = await state.schemas.get(target, rules)
+    assert not complete.partial and complete.values and len(complete.schema.tables) == TABLES
+    assert state.schemas.progress("scale")["state"] == "ready" and "values" not in state.schemas.progress("scale")
