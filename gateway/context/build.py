@@ -219,11 +219,11 @@ async def build_context(sources: Sources, settings: ContextSettings, target: Tar
     ``semantic``: the database's semantic model; the metrics and dimensions the question touches join the
     rules text with their exact definitions (a line naming a hidden object is left out)."""
     database = target.name
-    snapshot = await sources.schemas.view(target, rules, role, claims)
+    text = question if not evidence else f"{question}\n{evidence}"
+    snapshot = await sources.schemas.view(target, rules, role, claims, question=text)
     prepared = _prepare(snapshot, rules, settings.sample_values)
     redact, render = prepared.redact, prepared.render
 
-    text = question if not evidence else f"{question}\n{evidence}"
     hints = await match_values(target, snapshot.trgm_schema, phrases(text), prepared.value_index,
                                settings.value_match_threshold, settings.max_value_hints)
 

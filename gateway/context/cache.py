@@ -30,6 +30,7 @@ import asyncio
 import contextvars
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,9 @@ SAMPLE_CONCURRENCY = 4
 # A first read of a schema this large is published before its sample values (see _publish_partial); a
 # smaller one is read whole in well under a second, and its first question gets the values too.
 PARTIAL_MIN_TABLES = 500
+# A question asked before a large database's first snapshot is published reads this many best-matching
+# tables (plus as many foreign-key neighbours) from the catalogs (see SchemaCache.view).
+PROBE_TABLES = 50
 
 
 @dataclass(slots=True)
@@ -80,6 +84,9 @@ class SchemaSnapshot:
     # Published after introspection of a database read for the first time, before its sample values: its
     # questions are answered from names, comments and keys meanwhile, without value hints.
     partial: bool = False
+    # Built for one question from the tables its words match (gateway.execute.candidates), while the first
+    # read is running: never cached, never shared.
+    probe: bool = False
 
 
 def is_text_type(type_name: str) -> bool:
@@ -103,6 +110,11 @@ class SchemaCache:
         # database -> resolved with the partial snapshot of its first read (see _publish_partial), so that a
         # question waiting for that read stops waiting as soon as the schema is introspected
         self._first: dict[str, asyncio.Future[SchemaSnapshot]] = {}
+        # Databases the warm start counted at or above ``warm_start_tables``: until their first snapshot is
+        # published, a question reads only the tables its words match (:meth:`_probe`).
+        self._large: set[str] = set()
+        # Awaited (with the database's name) before a first read introspects: tests hold the read there.
+        self.before_first_read: Callable[[str], Awaitable[None]] | None = None
 
     async def warm(self, targets: Any, rules_of: Any) -> list[str]:
         """Start reading the schema of every target of at least ``warm_start_tables`` relations in the
@@ -120,6 +132,7 @@ class SchemaCache:
                     count = await sample_queries.relation_count(target)
                     if count < self.settings.warm_start_tables:
                         continue
+                    self._large.add(target.name)
             except Exception as exc:  # noqa: BLE001 - the warm start is an optimisation, never a start failure
                 log.info("schema_warm_skipped", database=target.name, error=f"{type(exc).__name__}: {exc}")
                 continue
@@ -186,9 +199,18 @@ class SchemaCache:
         return len(self._views)
 
     async def view(self, target: Target, rules: RuleSet, role: str | None = None,
-                   claims: tuple[tuple[str, str], ...] = ()) -> SchemaSnapshot:
+                   claims: tuple[tuple[str, str], ...] = (), question: str | None = None) -> SchemaSnapshot:
         """The snapshot as a caller acting as ``role`` with row-policy ``claims`` may read it; without either,
-        the shared snapshot itself. ``unknown_pg_role`` when the role does not exist."""
+        the shared snapshot itself. ``unknown_pg_role`` when the role does not exist.
+
+        ``question``: the text being answered. On a large database (counted by the warm start) whose first
+        snapshot is not yet published, a caller without a role or claims then gets a snapshot built for this
+        question alone from the tables its words match (:meth:`_probe`), instead of waiting for the whole
+        first read. A caller with either waits as before: its view redacts every name it may not read,
+        which needs the whole schema."""
+        if question is not None and role is None and not claims and target.name in self._large \
+                and target.name not in self._snapshots:
+            return await self._probe(target, rules, question)
         base = await self.get(target, rules)
         if role is None and not claims:
             return base
@@ -228,6 +250,35 @@ class SchemaCache:
                  tables=len(view.schema.tables), sampled_columns=len(view.values),
                  seconds=round(time.perf_counter() - started, 3))
         return view
+
+    async def _probe(self, target: Target, rules: RuleSet, question: str) -> SchemaSnapshot:
+        """A snapshot of the tables ``question``'s words match and their foreign-key neighbours, read from the
+        catalogs now (gateway.execute.candidates), without sample values; the first read keeps running (it is
+        started if it is not) and replaces this path once published."""
+        from gateway.context.words import identifiers, terms
+        from gateway.execute.candidates import candidate_schema
+
+        if target.name not in self._refreshes:
+            self._start(target, rules)
+        started = time.perf_counter()
+        schema = await candidate_schema(target, terms(question) | identifiers(question),
+                                        hidden_tables=rules.hidden_tables, hidden_columns=rules.hidden_columns,
+                                        limit=PROBE_TABLES)
+        log.info("schema_probe", database=target.name, tables=len(schema.tables),
+                 seconds=round(time.perf_counter() - started, 3))
+        now = time.monotonic()
+        return SchemaSnapshot(schema, {}, None, now, checked_at=now, partial=True, probe=True)
+
+    def _replace(self, database: str, snapshot: SchemaSnapshot) -> None:
+        """Publish ``snapshot``; the one it replaces lets go of its indexes and of the callers' views cut
+        from it at once (a partial first snapshot's index of 10,000 tables is not kept beside the complete
+        one's until the views age out of the LRU map)."""
+        old = self._snapshots.get(database)
+        self._snapshots[database] = snapshot
+        if old is not None and old is not snapshot:
+            old.prepared = None
+            for key in [k for k, v in self._views.items() if k[0] == database and v.base is old]:
+                del self._views[key]
 
     async def close(self) -> None:
         """Cancel the refreshes still running (the gateway is closing; their pools go next)."""
@@ -304,7 +355,7 @@ class SchemaCache:
             raise errors.DatabaseUnavailable(
                 f"reading the schema of {target.name!r} took longer than {self.settings.refresh_timeout_s:g} s "
                 "(context.refresh_timeout_s)", database=target.name) from None
-        self._snapshots[target.name] = fresh
+        self._replace(target.name, fresh)
         return fresh
 
     def _finished(self, database: str, task: asyncio.Task[SchemaSnapshot]) -> None:
@@ -354,6 +405,8 @@ class SchemaCache:
     async def _load(self, target: Target, rules: RuleSet) -> SchemaSnapshot:
         started = time.perf_counter()
         progress = self._progress.setdefault(target.name, {})
+        if self.before_first_read is not None and target.name not in self._snapshots:
+            await self.before_first_read(target.name)
         progress["phase"] = "introspecting"
         # Read before introspection: a change made while introspecting shows as a newer version next check.
         version = await sample_queries.catalog_version(target) if self.settings.schema_check_s else None

@@ -130,8 +130,9 @@ async def test_readiness_progress_while_warming(mid_size: str, open_state) -> No
     assert state.schemas.progress("scale") == {"state": "not_loaded"}
     assert await state.schemas.warm([state.target("scale")], state.ruleset) == ["scale"]
     assert state.schemas.progress("scale")["state"] == "loading"
-    ctx = await ask(state, "How many rows?")  # waits for the warm-up, does not start another
-    assert ctx.tables
+    ctx = await ask(state, "How many rows?")  # answered from the catalogs meanwhile; starts no other read
+    assert "refresh" in state.schemas.progress("scale") or state.schemas.progress("scale")["state"] == "ready"
+    await state.schemas.get(state.target("scale"), state.ruleset("scale"))  # without a question: waits
     done = state.schemas.progress("scale")
     assert done["state"] == "ready" and done["tables"] == TABLES
 
@@ -174,3 +175,39 @@ async def test_a_large_first_read_is_published_before_its_values(mid_size: str, 
     complete = await state.schemas.get(target, rules)
     assert not complete.partial and complete.values and len(complete.schema.tables) == TABLES
     assert state.schemas.progress("scale")["state"] == "ready" and "values" not in state.schemas.progress("scale")
+
+
+async def test_a_question_before_the_first_read_ends_reads_only_its_tables(  # type: ignore[no-untyped-def]
+        mid_size: str, open_state, tmp_path: Path) -> None:
+    """A large database whose first read is held (before it introspects anything): a question is answered
+    from the tables its words match in the catalogs, with the rules applied as on the whole schema: a hidden
+    column the question names, and a hidden table it references, stay out of the prompt."""
+    tables = make_tables(TABLES)
+    table = next(t for t in tables[100:] if t.fks)
+    area, thing, number = table.words
+    secret = next(c for c, _ in table.columns if c != "id" and not c.endswith("_id"))
+    hidden_table = table.fks[0]
+    (tmp_path / "rules").mkdir(exist_ok=True)
+    (tmp_path / "rules" / "scale.yaml").write_text(
+        f"tables:\n  {table.name}:\n    columns:\n      {secret}: {{hidden: true}}\n  {hidden_table}: {{hidden: true}}\n")
+    state = await open_state(mid_size, token_budget=BUDGET, warm_start_tables=TABLES)
+    held = asyncio.Event()
+    state.schemas.before_first_read = lambda name: held.wait()
+    target, rules = state.target("scale"), state.ruleset("scale")
+    assert await state.schemas.warm([target], state.ruleset) == ["scale"]
+
+    ctx = await ask(state, f"How many rows in {area} {thing} {number} by {secret.replace('_', ' ')}?")
+    assert state.schemas.progress("scale")["state"] == "loading"  # the whole read has not introspected yet
+    assert table.name in ctx.tables
+    assert len(ctx.tables) < TABLES
+    block = ctx.schema_text.split(f"CREATE TABLE {table.name} (", 1)[1].split("\n)", 1)[0]
+    assert f"  {secret} " not in block and "id bigint" in block
+    assert hidden_table not in ctx.tables
+    assert f"CREATE TABLE {hidden_table} (" not in ctx.schema_text
+    assert f"REFERENCES {hidden_table}(" not in ctx.schema_text
+
+    held.set()
+    complete = await state.schemas.get(target, rules)  # no question: waits for the whole read
+    assert len(complete.schema.tables) == TABLES
+    again = await ask(state, f"How many rows in {area} {thing} {number}?")
+    assert table.name in again.tables and hidden_table not in again.tables
