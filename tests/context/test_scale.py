@@ -130,7 +130,7 @@ async def test_readiness_progress_while_warming(mid_size: str, open_state) -> No
     assert state.schemas.progress("scale") == {"state": "not_loaded"}
     assert await state.schemas.warm([state.target("scale")], state.ruleset) == ["scale"]
     assert state.schemas.progress("scale")["state"] == "loading"
-    ctx = await ask(state, "How many rows?")  # answered from the catalogs meanwhile; starts no other read
+    await ask(state, "How many rows?")  # answered from the catalogs meanwhile; starts no other read
     assert "refresh" in state.schemas.progress("scale") or state.schemas.progress("scale")["state"] == "ready"
     await state.schemas.get(state.target("scale"), state.ruleset("scale"))  # without a question: waits
     done = state.schemas.progress("scale")
