@@ -38,22 +38,32 @@ rels AS (
     AND NOT (lower(c.relname) = ANY($2::text[]))
     AND NOT (lower(n.nspname || '.' || c.relname) = ANY($2::text[]))
 ),
+-- Columns whose name or comment matches any word: found by one filtered scan each (privileges are checked
+-- on these few, not on every column of the database).
+cols AS MATERIALIZED (
+  SELECT a.attrelid AS oid, a.attnum, a.attname, NULL::text AS comment
+  FROM pg_attribute a
+  WHERE a.attnum > 0 AND NOT a.attisdropped AND a.attname ILIKE ANY(ARRAY(SELECT p FROM pats))
+  UNION ALL
+  SELECT a.attrelid, a.attnum, a.attname, d.description
+  FROM pg_description d JOIN pg_attribute a ON a.attrelid = d.objoid AND a.attnum = d.objsubid
+  WHERE d.classoid = 'pg_class'::regclass AND d.objsubid > 0 AND NOT a.attisdropped
+    AND d.description ILIKE ANY(ARRAY(SELECT p FROM pats))
+),
 hits AS (
   SELECT r.oid, p.i, 3 AS w FROM rels r JOIN pats p ON r.relname ILIKE p.p
   UNION ALL
   SELECT r.oid, p.i, 1 FROM rels r JOIN pats p ON r.comment ILIKE p.p
   UNION ALL
   SELECT r.oid, p.i, 1
-  FROM rels r JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
-  LEFT JOIN pg_description d ON d.objoid = a.attrelid AND d.classoid = 'pg_class'::regclass
-                             AND d.objsubid = a.attnum
-  JOIN pats p ON a.attname ILIKE p.p OR d.description ILIKE p.p
-  WHERE NOT (r.bare || '.' || lower(a.attname) = ANY($4::text[]))
-    AND NOT (r.qualified || '.' || lower(a.attname) = ANY($4::text[]))
-    AND has_column_privilege(a.attrelid, a.attnum, 'SELECT')
+  FROM cols c JOIN rels r ON r.oid = c.oid
+  JOIN pats p ON c.attname ILIKE p.p OR c.comment ILIKE p.p
+  WHERE NOT (r.bare || '.' || lower(c.attname) = ANY($4::text[]))
+    AND NOT (r.qualified || '.' || lower(c.attname) = ANY($4::text[]))
+    AND has_column_privilege(c.oid, c.attnum, 'SELECT')
     AND CASE WHEN $3::text IS NULL THEN true
              WHEN NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $3::text) THEN false
-             ELSE has_column_privilege($3::text, a.attrelid, a.attnum, 'SELECT') END
+             ELSE has_column_privilege($3::text, c.oid, c.attnum, 'SELECT') END
 ),
 per_word AS (SELECT oid, i, max(w) AS w FROM hits GROUP BY oid, i)
 SELECT oid FROM per_word GROUP BY oid ORDER BY count(*) DESC, sum(w) DESC, oid LIMIT $5
