@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import ctypes
+import ctypes.util
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -279,6 +281,10 @@ class SchemaCache:
             old.prepared = None
             for key in [k for k, v in self._views.items() if k[0] == database and v.base is old]:
                 del self._views[key]
+            if old.partial:
+                # Both indexes were alive while the complete one was built: hand the freed heap back to the
+                # system now (glibc keeps it otherwise), in a thread, as it walks the whole heap.
+                asyncio.get_running_loop().run_in_executor(None, _trim_heap)
 
     async def close(self) -> None:
         """Cancel the refreshes still running (the gateway is closing; their pools go next)."""
@@ -446,6 +452,17 @@ class SchemaCache:
         candidates = tuple((t.schema, t.name, t.qualified_name, c) for t, c in wanted)
         now = time.monotonic()
         return SchemaSnapshot(schema, values, trgm, now, candidates=candidates, version=version, checked_at=now)
+
+
+def _trim_heap() -> None:
+    """Return free heap memory to the system (glibc's ``malloc_trim``); nothing elsewhere."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        if libc is not None and hasattr(libc, "malloc_trim"):
+            libc.malloc_trim(0)
+    except OSError:
+        pass
 
 
 def _maybe_low_cardinality(table: TableInfo, column: str, stats: dict[tuple[str, str, str], float],
