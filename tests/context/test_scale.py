@@ -207,6 +207,9 @@ async def test_a_question_before_the_first_read_ends_reads_only_its_tables(  # t
     assert hidden_table not in ctx.tables
     assert f"CREATE TABLE {hidden_table} (" not in ctx.schema_text
     assert f"REFERENCES {hidden_table}(" not in ctx.schema_text
+    named = await ask(state, f"How many rows are in {hidden_table}?")  # spelled exactly: still not shown
+    assert hidden_table not in named.tables and f"CREATE TABLE {hidden_table} (" not in named.schema_text
+    assert state.schemas.progress("scale")["state"] == "loading"
 
     held.set()
     complete = await state.schemas.get(target, rules)  # no question: waits for the whole read
