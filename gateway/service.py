@@ -38,12 +38,12 @@ from gateway import __version__, errors, safety
 from gateway.auth import ALL_DATABASES, ANONYMOUS, Authenticator, Principal, Role, scopes
 from gateway.auth.ownership import Owner, owner_of, reviews
 from gateway.auth.scopes import Operation
+from gateway.context.build import prepare
 from gateway.context.cache import SchemaCache
-from gateway.context.search import active_guideline, rules_summary, search_schema
+from gateway.context.search import active_guideline, describe_schema, rules_summary, search_schema
 from gateway.context.sources import ExamplesSource, FileGuidelineSource, GuidelineSource, NoExamples
 from gateway.execute import Targets
 from gateway.execute.introspect import introspect
-from gateway.execute.readable import readable, restrict
 from gateway.learning import promote
 from gateway.learning.corrections import CorrectionsSink, MemoryCorrections, hand_over
 from gateway.learning.feedback import FeedbackIn, Verdict, audit_answer, store_of, submit
@@ -62,7 +62,7 @@ from gateway.pipeline.trusted import domain as trusted_domain
 from gateway.pipeline.trusted import forget as forget_templates
 from gateway.pipeline.trusted import templates_of as trusted_templates
 from gateway.pipeline.verified import OnAttempt
-from gateway.rules import RulesRegistry, visible_schema
+from gateway.rules import RulesRegistry
 from gateway.rules.grants import PrivilegeReport, report_privileges
 from gateway.rules.last_good import default_state_dir
 from gateway.semantic.compile import MetricQuery
@@ -165,7 +165,7 @@ class Gateway:
         safety.check(_WARM_UP_SQL)
         targets = await Targets.open(settings)
         stack.push_async_callback(targets.close)
-        schemas = SchemaCache(settings.context)
+        schemas = SchemaCache(settings.context, prepare)
         stack.push_async_callback(schemas.close)  # schema refreshes in flight end before their pools
         # DBA rules, reloaded when their files change; the last good set of each is saved for the next start
         rules = RulesRegistry(settings.rules_dir, modes={n: d.rules for n, d in settings.databases.items()},
@@ -215,6 +215,8 @@ class Gateway:
             stack.push_async_callback(changes.close)
         await report_privileges(state)  # a role that can read hidden columns or write: log, metric, readiness
         await _load_relations(state)
+        if settings.context.warm_start:  # in the background: serving starts now, /readyz tells the progress
+            await state.schemas.warm(targets.by_name.values(), state.ruleset)
         self._state = state
         _freeze_heap()
         log.info("gateway_started", databases=sorted(targets.by_name), version=__version__)
@@ -252,28 +254,24 @@ class Gateway:
             for t in self._live.targets.by_name.values() if principal.may_use(t.name)
         ]
 
-    async def schema(self, database: str, *, tables: Sequence[str] | None = None,
-                     principal: Principal = ANONYMOUS) -> dict[str, Any]:
-        """Tables, columns, types, keys and comments; what the rules hide is left out, and so is what the
-        principal's Postgres role may not read (gateway.execute.readable).
+    async def schema(self, database: str, *, tables: Sequence[str] | None = None, detail: str = "auto",
+                     limit: int = 100, offset: int = 0, principal: Principal = ANONYMOUS) -> dict[str, Any]:
+        """One page of tables with columns, types, keys and comments; what the rules hide is left out, and so
+        is what the principal's Postgres role may not read (the context stage's cached view of the schema,
+        gateway.context.search.describe_schema: no introspection per call).
 
-        ``tables``: only these (by name, or ``schema.name``); unknown names are simply absent. Raises
-        ``unknown_database``, ``forbidden`` (not in the principal's list), ``unknown_pg_role`` or
+        ``tables``: only these (by name, or ``schema.name``); unknown names are simply absent. ``detail``:
+        ``tables`` (names, kinds, comments: a first look at a large database), ``full``, or ``auto`` (full for
+        a page of at most 50 tables). ``limit`` tables from ``offset``; the answer's ``next_offset`` pages on.
+        Raises ``unknown_database``, ``forbidden`` (not in the principal's list), ``unknown_pg_role`` or
         ``database_unavailable``.
         """
         self.check_scope(principal, Operation.SCHEMA)
         principal.check_database(database)
         state = self._live
-        target = state.target(database)
-        found = await introspect(target)
-        if principal.pg_role is not None:
-            found = restrict(found, await readable(target, principal.pg_role))
-        schema = visible_schema(found, state.ruleset(database)).as_dict()
-        if tables:
-            wanted = {name.lower() for name in tables}
-            schema["tables"] = [t for t in schema.get("tables", [])
-                                if t["name"].lower() in wanted or f"{t['schema']}.{t['name']}".lower() in wanted]
-        return schema
+        return await describe_schema(state.schemas, state.settings.context, state.target(database),
+                                     state.ruleset(database), tables=list(tables) if tables else None,
+                                     detail=detail, limit=limit, offset=offset, role=principal.pg_role)
 
     async def starters(self, database: str, *, principal: Principal = ANONYMOUS) -> list[dict[str, str]]:
         """Starter questions for ``database`` (see :mod:`gateway.learning.starters`): ``question`` and ``source`` each.
@@ -656,7 +654,10 @@ class Gateway:
         unserved = [name for name, status in statuses.items() if status.state == "unavailable"]
         ready = all(v == "ok" for v in results.values()) and not failing and not unserved
         body: dict[str, Any] = {"status": "ok" if ready else "unavailable", "databases": results,
-                                "privileges": privileges}
+                                "privileges": privileges,
+                                # How far each schema is read (introspection and sample values); not a
+                                # condition of readiness: questions wait for it, /v1/sql never does.
+                                "schemas": {t.name: state.schemas.progress(t.name) for t in targets}}
         if rules:
             body["rules"] = rules
         feed = state.changes
@@ -1031,7 +1032,7 @@ class Gateway:
         store = await Store.open(settings.store, apply_migrations=settings.store.migrate_on_start)
         gateway = cls(settings)
         gateway._state = GatewayState(settings=settings, targets=Targets(), store=store,
-                                      schemas=SchemaCache(settings.context),
+                                      schemas=SchemaCache(settings.context, prepare),
                                       guidelines=FileGuidelineSource(settings.guidelines_dir))
         try:
             yield gateway

@@ -413,11 +413,26 @@ class ContextSettings(BaseModel):
 
     schema_ttl_s: float = Field(default=300.0, gt=0, description="Seconds an introspected schema (and its "
                                 "sample values) is reused before it is read again.")
-    refresh_timeout_s: float = Field(default=15.0, gt=0, description="Longest a schema refresh (introspection "
-                                     "and sample values) may take; beyond it the refresh fails and the last "
-                                     "snapshot keeps serving.")
+    refresh_timeout_s: float = Field(default=60.0, gt=0, description="Longest a schema refresh (introspection, "
+                                     "sample values and the context's indexes) may take; beyond it the refresh "
+                                     "fails and the last snapshot keeps serving. A refresh runs in the "
+                                     "background; a database of 10,000 tables takes 10-30 s on 2 cores.")
     stale_wait_s: float = Field(default=1.0, ge=0, description="Longest a question waits for a schema refresh "
                                 "when an older snapshot exists; beyond it the question uses the older one.")
+    schema_check_s: float = Field(default=10.0, ge=0, description="Seconds between cheap checks of a database's "
+                                  "catalog version (a fingerprint of pg_class, pg_description, pg_constraint); "
+                                  "when it changed (a table added, a column altered, a comment edited), the "
+                                  "schema is read again in the background while the old snapshot keeps "
+                                  "serving, so schema changes reach prompts without a restart or waiting for "
+                                  "`schema_ttl_s`. 0 turns the check off.")
+    warm_start: bool = Field(default=True, description="Read the schema of every database of at least "
+                             "`warm_start_tables` tables in the background as the gateway starts, so the first "
+                             "question does not wait for introspection; `/readyz` reports its progress under "
+                             "`schemas` (it does not wait for it).")
+    warm_start_tables: int = Field(default=500, ge=0, description="Databases with fewer tables and views (one "
+                                   "count at start) are read on their first question instead, which takes well "
+                                   "under a second: no background reads on the connections meanwhile. 0: warm "
+                                   "every database.")
     token_budget: int = Field(default=4000, ge=200, description="Most tokens (about 4 characters each) of "
                               "schema text in a prompt; larger schemas are pruned to the question's tables.")
     sample_values: int = Field(default=6, ge=0, le=50, description="Sample values shown per low-cardinality "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
@@ -148,14 +148,25 @@ async def get_semantic(name: str, gateway: Gateway = Depends(get_gateway),
 
 @router.get(
     "/databases/{name}/schema",
-    summary="Introspected schema of a database",
+    summary="Introspected schema of a database, a page at a time",
     description="Tables and views the gateway's role may read, with columns, types, keys and comments. "
-    "Tables and columns that the database's rules hide are left out.",
+    "Tables and columns that the database's rules hide are left out. Paginated: `limit` tables from "
+    "`offset` (the answer's `next_offset` is the next page's, null on the last; `total` counts them all). "
+    "`detail=tables` lists tables only (schema, name, kind, comment, estimated rows) for a first look at a "
+    "large database; ask for chosen ones with `tables=a,b` and `detail=full`. `detail=auto` (the default) is "
+    "full for a page of at most 50 tables. Served from the schema cache, which follows schema changes.",
     responses=openapi_responses(*AUTH, errors.UnknownDatabase, errors.DatabaseUnavailable, errors.RulesUnavailable),
 )
 async def get_schema(name: str, gateway: Gateway = Depends(get_gateway),
-                     principal: Principal = Depends(authorize)) -> Response:
-    schema = await gateway.schema(name, principal=principal)
+                     principal: Principal = Depends(authorize),
+                     detail: Literal["auto", "tables", "full"] = Query("auto", description="How much per table."),
+                     limit: int = Query(100, ge=1, le=1000, description="Most tables in the page."),
+                     offset: int = Query(0, ge=0, description="Tables to skip (the previous page's next_offset)."),
+                     tables: str | None = Query(None, max_length=10_000,
+                                                description="Only these tables, comma-separated.")) -> Response:
+    wanted = [t.strip() for t in tables.split(",") if t.strip()] if tables else None
+    schema = await gateway.schema(name, tables=wanted, detail=detail, limit=limit, offset=offset,
+                                  principal=principal)
     return Response(json.dumps(schema, default=str), media_type="application/json")
 
 

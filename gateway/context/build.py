@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Protocol
 from gateway import safety
 from gateway.context.cache import SchemaCache, SchemaSnapshot
 from gateway.context.model import Context, Example, Guideline, ValueHint, estimate_tokens
-from gateway.context.prune import Rendered, TableWords, neighbours, score_tables, select, table_words
+from gateway.context.prune import Rendered, TableIndex, TableWords, fits, neighbours, select, table_words
 from gateway.context.render import Redactor, render_rules, render_table, scoped_guideline
 from gateway.context.scope import is_row_filtered, row_filtered
 from gateway.context.sources import ExamplesSource, GuidelineSource
 from gateway.context.values import ValueIndex, match_values
-from gateway.context.words import keywords, phrases
+from gateway.context.words import identifiers, phrases, terms
 from gateway.execute.introspect import Schema
 from gateway.rules.model import RuleSet
 from gateway.rules.visibility import visible_schema
@@ -61,10 +61,11 @@ class _Prepared:
     schema: Schema
     redact: Redactor
     values: dict[tuple[str, str], list[str]]
-    rendered: list[Rendered]
+    render: Renderer
     adjacency: dict[str, set[str]]
     value_index: ValueIndex
     words: dict[str, TableWords]
+    index: TableIndex
     # A caller's view only: the policy under which a verified example may be shown (what the caller cannot
     # read, and tables whose rows depend on the reader, are hidden in it), and verdicts already reached.
     examples_policy: safety.Policy | None = None
@@ -103,12 +104,44 @@ class _Prepared:
         return shown
 
 
+class Renderer:
+    """Each visible table as prompt text (full and compact), rendered on first use and kept with the prepared
+    snapshot: a question renders only the tables it considers, not the whole schema."""
+
+    def __init__(self, schema: Schema, values: dict[tuple[str, str], list[str]], samples: int,
+                 redact: Redactor) -> None:
+        self.tables = {t.qualified_name: t for t in schema.tables}
+        self.order = list(self.tables)
+        self.position = {name: i for i, name in enumerate(self.order)}
+        self.values, self.samples, self.redact = values, samples, redact
+        self._done: dict[str, Rendered] = {}
+        self._fits: dict[int, bool] = {}
+
+    def __call__(self, name: str) -> Rendered:
+        found = self._done.get(name)
+        if found is None:
+            table = self.tables[name]
+            full = render_table(table, self.values, self.samples, self.redact)
+            compact = render_table(table, self.values, self.samples, self.redact, compact=True)
+            # +1: the blank line between tables, so the joined text stays within the budget too
+            found = Rendered(name, full, compact, estimate_tokens(full) + 1, estimate_tokens(compact) + 1)
+            self._done[name] = found
+        return found
+
+    def fits(self, budget: int) -> bool:
+        """Whether the whole visible schema fits ``budget`` in full (worked out once per budget)."""
+        known = self._fits.get(budget)
+        if known is None:
+            known = self._fits[budget] = fits(self.order, self, budget)
+        return known
+
+
 # Findings that mean an example's SQL reads what the caller may not (or cannot be read at all).
 _UNREADABLE = frozenset({"hidden_table", "hidden_column", "parse_error"})
 EXAMPLE_VERDICTS_KEPT = 1024
 
 
-def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _Prepared:
+def prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _Prepared:
     # Kept on the snapshot, so it goes with it on refresh; a reload of the rules replaces it.
     cached: _Prepared | None = snapshot.prepared
     if cached is not None and cached.rules is rules and cached.sample_values == sample_values:
@@ -122,21 +155,16 @@ def _prepare(snapshot: SchemaSnapshot, rules: RuleSet, sample_values: int) -> _P
     values = {key: found for key, found in snapshot.values.items()
               if key[0] in visible and not rules.is_hidden_column(key[0], key[1])
               and not is_row_filtered(key[0], filtered)}
-    rendered = []
-    for table in schema.tables:
-        full = render_table(table, values, sample_values, redact)
-        compact = render_table(table, values, sample_values, redact, compact=True)
-        # +1: the blank line between tables, so the joined text stays within the budget too
-        rendered.append(Rendered(table.qualified_name, full, compact, estimate_tokens(full) + 1,
-                                 estimate_tokens(compact) + 1))
     policy = _examples_policy(snapshot, schema, rules, filtered) if scoped else None
     dependent = None
     if scoped and snapshot.full is not None and (snapshot.row_secured or filtered):
         reader = frozenset(name.lower() for name in snapshot.row_secured) | filtered
         dependent = Redactor(RuleSet(rules.database, hidden_tables=reader), snapshot.full)
-    prepared = _Prepared(rules, sample_values, schema, redact, values, rendered, neighbours(schema.tables),
-                         ValueIndex.of(values), table_words(schema.tables, values, rules.table_descriptions),
-                         policy, {} if scoped else None, [] if scoped else None, dependent)
+    words = table_words(schema.tables, values, rules.table_descriptions)
+    prepared = _Prepared(rules, sample_values, schema, redact, values,
+                         Renderer(schema, values, sample_values, redact), neighbours(schema.tables),
+                         ValueIndex.of(values), words, TableIndex.of(words), policy,
+                         {} if scoped else None, [] if scoped else None, dependent)
     snapshot.prepared = prepared
     return prepared
 
@@ -195,19 +223,19 @@ async def build_context(sources: Sources, settings: ContextSettings, target: Tar
     ``semantic``: the database's semantic model; the metrics and dimensions the question touches join the
     rules text with their exact definitions (a line naming a hidden object is left out)."""
     database = target.name
-    snapshot = await sources.schemas.view(target, rules, role, claims)
-    prepared = _prepare(snapshot, rules, settings.sample_values)
-    redact, rendered = prepared.redact, prepared.rendered
-
     text = question if not evidence else f"{question}\n{evidence}"
+    snapshot = await sources.schemas.view(target, rules, role, claims, question=text)
+    prepared = prepare(snapshot, rules, settings.sample_values)
+    redact, render = prepared.redact, prepared.render
+
     hints = await match_values(target, snapshot.trgm_schema, phrases(text), prepared.value_index,
                                settings.value_match_threshold, settings.max_value_hints)
 
-    scores = score_tables(prepared.words, keywords(text), {h.table for h in hints})
-    chosen = select(rendered, scores, prepared.adjacency, settings.token_budget)
-    by_name = {r.name: r for r in rendered}
+    scores = prepared.index.score(terms(text), identifiers(text), {h.table for h in hints})
+    chosen = select(render.order, render, scores, prepared.adjacency, settings.token_budget,
+                    whole=render.fits(settings.token_budget), position=render.position)
     kept = [name for name, _ in chosen]
-    schema_text = "\n\n".join(by_name[n].compact if compact else by_name[n].full for n, compact in chosen)
+    schema_text = "\n\n".join(render(n).compact if compact else render(n).full for n, compact in chosen)
     rules_text = render_rules(rules, kept, redact)
     if semantic is not None and not semantic.is_empty():
         grounding = semantic_grounding(semantic, text, redact.mentions_hidden)

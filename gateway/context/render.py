@@ -35,6 +35,9 @@ class Redactor:
             return rules.is_hidden_column(table.qualified_name, column) or (
                 shown is not None and column not in shown.get(table.qualified_name, ()))
 
+        if shown is None and not rules.hidden_tables and not rules.hidden_columns:
+            self.pattern: re.Pattern[str] | None = None  # nothing hidden: nothing to redact (the common case)
+            return
         visible_columns = {c.name.lower() for t in full.tables if not table_hidden(t)
                            for c in t.columns if not column_hidden(t, c.name)}
         names: set[str] = set()

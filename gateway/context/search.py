@@ -17,10 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 # The question-independent preparation of build_context: one place decides what is visible.
-from gateway.context.build import _prepare
+from gateway.context.build import prepare
 from gateway.context.render import render_rules
 from gateway.context.values import match_values
-from gateway.context.words import keywords, phrases, words
+from gateway.context.words import identifiers, keywords, phrases, terms, words
+from gateway.execute.introspect import TableInfo
 
 if TYPE_CHECKING:
     from gateway.context.cache import SchemaCache
@@ -31,13 +32,54 @@ if TYPE_CHECKING:
 
 
 Claims = tuple[tuple[str, str], ...]
+Detail = str  # "auto" | "tables" | "full"
+
+# ``detail="auto"``: a page of at most this many tables is shown in full, a larger one as a list of tables.
+AUTO_FULL_MAX = 50
+
+
+async def describe_schema(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet, *,
+                          tables: list[str] | None = None, detail: Detail = "auto", limit: int = 100,
+                          offset: int = 0, role: str | None = None) -> dict[str, Any]:
+    """One page of the visible schema, from the cached snapshot (never a fresh introspection per call).
+
+    ``detail``: ``"tables"`` lists schema, name, kind, comment and estimated rows only (a client's first
+    look at a large database), ``"full"`` adds columns, keys and foreign keys, ``"auto"`` is full for a page
+    of at most ``AUTO_FULL_MAX`` tables. ``tables``: only these (name or schema.name, any case). The page is
+    ``limit`` tables from ``offset``; ``next_offset`` is None on the last page. What the rules hide, and
+    what the Postgres ``role`` may not read, is left out, as in every prompt.
+    """
+    view = await schemas.view(target, rules, role)
+    prepared = prepare(view, rules, settings.sample_values)
+    found = prepared.schema.tables
+    if tables:
+        wanted = {name.lower() for name in tables}
+        found = [t for t in found if t.name.lower() in wanted or f"{t.schema}.{t.name}".lower() in wanted]
+    page = found[offset:offset + limit]
+    full = detail == "full" or (detail == "auto" and (bool(tables) or len(page) <= AUTO_FULL_MAX))
+    following = offset + limit
+    return {"database": target.name, "detail": "full" if full else "tables", "total": len(found),
+            "offset": offset, "next_offset": following if following < len(found) else None,
+            "tables": [_table_dict(t, full) for t in page]}
+
+
+def _table_dict(table: TableInfo, full: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"schema": table.schema, "name": table.name, "kind": table.kind,
+                           "comment": table.comment, "estimated_rows": table.estimated_rows}
+    if full:
+        out["columns"] = [{"name": c.name, "type": c.type, "nullable": c.nullable, "comment": c.comment}
+                          for c in table.columns]
+        out["primary_key"] = list(table.primary_key)
+        out["foreign_keys"] = [{"columns": list(fk.columns), "ref_table": fk.ref_table,
+                                "ref_columns": list(fk.ref_columns)} for fk in table.foreign_keys]
+    return out
 
 
 async def rules_summary(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet, *,
                         role: str | None = None, claims: Claims = ()) -> str:
     """The DBA's notes, instructions and required conditions for every visible table, as the LLM reads them
     (hidden names redacted)."""
-    prepared = _prepare(await schemas.view(target, rules, role, claims), rules, settings.sample_values)
+    prepared = prepare(await schemas.view(target, rules, role, claims), rules, settings.sample_values)
     return render_rules(prepared.rules, [t.qualified_name for t in prepared.schema.tables], prepared.redact)
 
 
@@ -46,7 +88,7 @@ async def active_guideline(schemas: SchemaCache, settings: ContextSettings, targ
                            claims: Claims = ()) -> dict[str, Any]:
     """``{"version", "text"}`` of the guideline questions on ``target`` use now, as the caller's prompts show
     it (hidden names redacted, reminders over what the caller cannot read left out)."""
-    prepared = _prepare(await schemas.view(target, rules, role, claims), rules, settings.sample_values)
+    prepared = prepare(await schemas.view(target, rules, role, claims), rules, settings.sample_values)
     guideline = prepared.guideline_for(await guidelines.active(target.name))
     return {"database": target.name, "version": guideline.version, "text": guideline.text}
 
@@ -54,14 +96,16 @@ async def active_guideline(schemas: SchemaCache, settings: ContextSettings, targ
 async def search_schema(schemas: SchemaCache, settings: ContextSettings, target: Target, rules: RuleSet,
                         query: str, *, limit: int = 20, role: str | None = None,
                         claims: Claims = ()) -> dict[str, Any]:
-    """``{"tables": [...], "columns": [...], "values": [...]}`` matching the words of ``query``.
+    """``{"tables": [...], "columns": [...], "values": [...]}`` matching the words of ``query``, best first.
 
-    Tables and columns match when a word is part of their name or their (redacted) comment; values match
-    stored values of low-cardinality text columns as the question pipeline's value hints do (pg_trgm when
-    installed, else difflib). Each list holds at most ``limit`` entries.
+    Tables and columns match when a word is part of their name or their (redacted) comment; they are ranked
+    by the context stage's retrieval score (gateway.context.prune.TableIndex: rare words and names count
+    most), and each table carries its ``score``. Values match stored values of low-cardinality text columns
+    as the question pipeline's value hints do (pg_trgm when installed, else difflib). Each list holds at most
+    ``limit`` entries.
     """
     snapshot = await schemas.view(target, rules, role, claims)
-    prepared = _prepare(snapshot, rules, settings.sample_values)
+    prepared = prepare(snapshot, rules, settings.sample_values)
     wanted = sorted(keywords(query))  # lower case, plural endings off, no stop words
     clean = prepared.redact.clean
 
@@ -82,6 +126,19 @@ async def search_schema(schemas: SchemaCache, settings: ContextSettings, target:
             if hit(column.name, column_comment):
                 columns.append({"table": table.qualified_name, "column": column.name, "type": column.type,
                                 "comment": column_comment})
+    ranks = prepared.index.score(terms(query), identifiers(query), set())
+    by_name = prepared.render.tables
+    position = {t["table"]: i for i, t in enumerate(tables)}
+    # Tables the retrieval finds though no word is part of their name or comment (a number, a column, a value)
+    for name in sorted((n for n in ranks if n in by_name and n not in position), key=lambda n: -ranks[n])[:limit]:
+        table = by_name[name]
+        position[name] = len(tables)
+        tables.append({"table": name, "kind": table.kind, "comment": clean(table.comment or "") or None,
+                       "description": clean(rules.table_descriptions.get(table.name, "") or "") or None})
+    for entry in tables:
+        entry["score"] = round(ranks.get(entry["table"], 0.0), 3)
+    tables.sort(key=lambda t: (-t["score"], position[t["table"]]))
+    columns.sort(key=lambda c: -ranks.get(c["table"], 0.0))
     candidates = list(dict.fromkeys([*phrases(query), *(w for w in words(query) if len(w) > 2)]))
     hints = await match_values(target, snapshot.trgm_schema, candidates, prepared.value_index,
                                settings.value_match_threshold, limit)

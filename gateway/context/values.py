@@ -3,11 +3,19 @@
 ``'nord america'`` or ``'NORTH AMERICA'`` becomes the stored literal ``'North America'``, so the LLM writes
 a filter that matches. Scoring uses pg_trgm's ``similarity`` in the database when the extension is
 installed (one round trip over the cached distinct values), else Python's difflib on lower-cased text.
+
+Either way only the values that can reach the threshold are scored, so that a schema of thousands of
+sampled columns costs a question no more than a small one: the value index keeps pg_trgm's trigrams of
+every value (an inverted index), and a value qualifies when the trigrams it shares with the phrase allow a
+trigram similarity of at least the threshold (for pg_trgm an exact bound: similarity is shared / union), or
+half of it for difflib's ratio (a heuristic: both measure shared letters in order).
 """
 
 from __future__ import annotations
 
 import difflib
+import heapq
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,6 +29,21 @@ NEAR_BEST = 0.1
 # Phrases whose pg_trgm matches a value index remembers (then it starts over): questions repeat their
 # phrases ('north america', 'last month'), and the scores only change with the values, i.e. the snapshot.
 PHRASES_KEPT = 4096
+_WORD = re.compile(r"[^\W_]+")
+DIFFLIB_SHARE = 0.5  # difflib's candidates: trigram similarity at least this share of the threshold
+
+
+def trigrams(text: str) -> set[str]:
+    """pg_trgm's trigrams of ``text``: lower case, each word padded with two spaces before and one after.
+
+    >>> sorted(trigrams("Mobil"))
+    ['  m', ' mo', 'bil', 'il ', 'mob', 'obi']
+    """
+    out: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        padded = f"  {word} "
+        out.update(padded[i:i + 3] for i in range(len(padded) - 2))
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +55,8 @@ class ValueIndex:
     where: dict[str, list[tuple[str, str]]]
     # (phrase, threshold) -> (value index, similarity) pairs at or above the threshold, from pg_trgm
     scored: dict[tuple[str, float], list[tuple[int, float]]] = field(default_factory=dict, compare=False)
+    grams: dict[str, list[int]] = field(default_factory=dict, compare=False)  # trigram -> values holding it
+    sizes: list[int] = field(default_factory=list, compare=False)  # each value's number of trigrams
 
     @classmethod
     def of(cls, values: dict[tuple[str, str], list[str]]) -> ValueIndex:
@@ -39,7 +64,27 @@ class ValueIndex:
         for (table, column), found in values.items():
             for value in found:
                 where.setdefault(value, []).append((table, column))
-        return cls(sorted(where), where)
+        distinct = sorted(where)
+        grams: dict[str, list[int]] = {}
+        sizes: list[int] = []
+        for i, value in enumerate(distinct):
+            own = trigrams(value)
+            sizes.append(len(own))
+            for gram in own:
+                grams.setdefault(gram, []).append(i)
+        return cls(distinct, where, grams=grams, sizes=sizes)
+
+    def candidates(self, phrase: str, least: float) -> list[int]:
+        """The values whose trigram similarity to ``phrase`` can be at least ``least`` (sorted indexes)."""
+        own = trigrams(phrase)
+        if not own:
+            return []
+        shared: dict[int, int] = {}
+        for gram in own:
+            for v in self.grams.get(gram, ()):
+                shared[v] = shared.get(v, 0) + 1
+        size, sizes = len(own), self.sizes
+        return sorted(v for v, n in shared.items() if n >= least * (size + sizes[v] - n) - 1e-9)
 
 
 async def match_values(target: Target | None, trgm_schema: str | None, phrases: Sequence[str],
@@ -53,23 +98,25 @@ async def match_values(target: Target | None, trgm_schema: str | None, phrases: 
     if target is not None and trgm_schema is not None:
         scores = await _trigram_scores(index, target, trgm_schema, phrases, threshold)
     else:
-        scores = python_scores(phrases, distinct, threshold)
+        scores = _python_scores(index, phrases, threshold)
     best_for_phrase: dict[int, float] = {}
     for p, _, score in scores:
         best_for_phrase[p] = max(best_for_phrase.get(p, 0.0), score)
-    best: dict[tuple[str, str, str], ValueHint] = {}
+    # (rounded score, phrase length, phrase) of the best phrase per stored place and value
+    best: dict[tuple[str, str, str], tuple[float, int, str]] = {}
     for p, v, score in scores:
         if score < best_for_phrase[p] - NEAR_BEST:
             continue
         value = distinct[v]
+        mine = (round(score, 3), len(phrases[p]), phrases[p])
         for table, column in where[value]:
             key = (table, column, value)
-            hint = ValueHint(phrases[p], table, column, value, round(score, 3))
             current = best.get(key)
-            if current is None or (hint.score, len(hint.phrase)) > (current.score, len(current.phrase)):
-                best[key] = hint
-    ranked = sorted(best.values(), key=lambda h: (-h.score, h.table, h.column, h.value))
-    return ranked[:limit]
+            if current is None or mine[:2] > current[:2]:
+                best[key] = mine
+    # Only the best ``limit`` become hints: a common value ('open') may be stored in thousands of columns.
+    ranked = heapq.nsmallest(limit, best.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    return [ValueHint(phrase, table, column, value, score) for (table, column, value), (score, _, phrase) in ranked]
 
 
 async def _trigram_scores(index: ValueIndex, target: Target, trgm_schema: str, phrases: Sequence[str],
@@ -78,15 +125,36 @@ async def _trigram_scores(index: ValueIndex, target: Target, trgm_schema: str, p
     known = {p: index.scored[(p, threshold)] for p in phrases if (p, threshold) in index.scored}
     missing = [p for p in dict.fromkeys(phrases) if p not in known]
     if missing:
-        found = await sample_queries.trigram_scores(target, trgm_schema, missing, index.distinct, threshold)
+        # Only values that can clear the threshold go to the database (pg_trgm's own bound, with a margin
+        # for words split differently in other locales).
+        pool = sorted(set().union(*(index.candidates(p, threshold * 0.8) for p in missing)))
+        found = await sample_queries.trigram_scores(target, trgm_schema, missing, [index.distinct[v] for v in pool],
+                                                    threshold)
         fresh: dict[str, list[tuple[int, float]]] = {p: [] for p in missing}
         for p, v, score in found:
-            fresh[missing[p]].append((v, score))
+            fresh[missing[p]].append((pool[v], score))
         if len(index.scored) + len(fresh) > PHRASES_KEPT:
             index.scored.clear()
         index.scored.update(((p, threshold), hits) for p, hits in fresh.items())
         known.update(fresh)
     return [(i, v, score) for i, p in enumerate(phrases) for v, score in known[p]]
+
+
+def _python_scores(index: ValueIndex, phrases: Sequence[str], threshold: float) -> list[tuple[int, int, float]]:
+    """difflib's scores over each phrase's trigram candidates, remembered per phrase as pg_trgm's are."""
+    out: list[tuple[int, int, float]] = []
+    for p, phrase in enumerate(phrases):
+        key = (phrase, -threshold)  # negative: never mistaken for pg_trgm's scores of the same phrase
+        hits = index.scored.get(key)
+        if hits is None:
+            pool = index.candidates(phrase, threshold * DIFFLIB_SHARE)
+            hits = [(pool[v], score) for _, v, score in python_scores([phrase], [index.distinct[v] for v in pool],
+                                                                        threshold)]
+            if len(index.scored) >= PHRASES_KEPT:
+                index.scored.clear()
+            index.scored[key] = hits
+        out.extend((p, v, score) for v, score in hits)
+    return out
 
 
 def python_scores(phrases: Sequence[str], values: Sequence[str], threshold: float) -> list[tuple[int, int, float]]:

@@ -15,10 +15,14 @@ True
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"|“([^”]{1,80})”")
 CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+DIGITS = re.compile(r"(?<=[^\W\d_])(?=\d)|(?<=\d)(?=[^\W\d_])")  # 'asset1341' -> 'asset', '1341'
+_SEPARATORS = re.compile(r"[_\W]+")
+IDENTIFIER = re.compile(r"[\w.]*[_.][\w.]*")  # a name as written, with '_' or '.': 'account_asset_1341'
 
 STOPWORDS = frozenset([
     "a", "about", "above", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been",
@@ -32,6 +36,7 @@ STOPWORDS = frozenset([
 ])
 
 
+@lru_cache(maxsize=65_536)  # names and words repeat across thousands of tables
 def lemma(word: str) -> str:
     """Lower case, without a plural or possessive ending: 'Orders' -> 'order', 'categories' -> 'category'."""
     w = word.lower()
@@ -52,10 +57,26 @@ def keywords(text: str) -> set[str]:
     return {lemma(w) for w in words(text) if w.lower() not in STOPWORDS and len(w) > 1 and not w.isdigit()}
 
 
-def name_words(identifier: str) -> set[str]:
-    """'order_items' -> {'order', 'item'}; 'customerId' -> {'customer', 'id'}."""
-    parts = re.split(r"[_\W]+", CAMEL.sub("_", identifier))
-    return {lemma(p) for p in parts if p}
+def terms(text: str) -> set[str]:
+    """What retrieval looks up for a question: its keywords, and its numbers, which tell apart tables of
+    the same words ('account asset 1341').
+
+    >>> sorted(terms("How many rows in account asset 1341?"))
+    ['1341', 'account', 'asset', 'row']
+    """
+    return keywords(text) | {w for w in words(text) if w.isdigit()}
+
+
+def identifiers(text: str) -> set[str]:
+    """Names the question spells with ``_`` or ``.``, lower case: ``account_asset_1341``, ``sales.orders``."""
+    return {m.strip(".").lower() for m in IDENTIFIER.findall(text) if m.strip("._")}
+
+
+@lru_cache(maxsize=65_536)  # column names repeat across thousands of tables
+def name_words(identifier: str) -> frozenset[str]:
+    """'order_items' -> {'order', 'item'}; 'customerId' -> {'customer', 'id'}; 'asset1341' -> {'asset', '1341'}."""
+    parts = _SEPARATORS.split(DIGITS.sub("_", CAMEL.sub("_", identifier)))
+    return frozenset(lemma(p) for p in parts if p)
 
 
 def phrases(text: str, max_words: int = 3) -> list[str]:

@@ -26,6 +26,7 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
   AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
   AND NOT c.relispartition
   AND ($1 OR has_any_column_privilege(c.oid, 'SELECT'))
+  AND ($2::oid[] IS NULL OR c.oid = ANY($2::oid[]))
 ORDER BY n.nspname, c.relname
 """
 
@@ -124,9 +125,12 @@ async def introspect(target: Target, *, everything: bool = False) -> Schema:
         raise faults.database_error(target.name, exc, fault) from exc
 
 
-async def introspect_connection(conn: asyncpg.Connection, database: str, *, everything: bool = False) -> Schema:
+async def introspect_connection(conn: asyncpg.Connection, database: str, *, everything: bool = False,
+                                only: list[int] | None = None) -> Schema:
+    """As :func:`introspect`, on ``conn``; ``only``: just the relations of these oids (the same privilege
+    rules apply to them as to a whole read)."""
     async with conn.transaction(readonly=True):
-        table_rows = await conn.fetch(TABLES_SQL, everything)
+        table_rows = await conn.fetch(TABLES_SQL, everything, only)
         oids = [r["oid"] for r in table_rows]
         column_rows = await conn.fetch(COLUMNS_SQL, oids, everything)
         key_rows = await conn.fetch(KEYS_SQL, oids)

@@ -58,20 +58,24 @@ class DatabaseArg(_Args):
 
 class MetricQueryArgs(DatabaseArg):
     metrics: list[str] = Field(min_length=1, max_length=20, description="Metric names from list_metrics.")
-    dimensions: list[str] = Field(default_factory=list, max_length=20, description="Dimension names to group "
-                                  "by (a metric's `dimensions` in list_metrics).")
+    dimensions: list[str] = Field(default_factory=list, max_length=20, description="Dimensions to group by.")
     grain: Literal["day", "week", "month", "quarter", "year"] | None = Field(
-        default=None, description="Truncate the time dimensions among `dimensions` to this grain.")
+        default=None, description="Grain of the time dimensions.")
     filters: list[DimensionFilter] = Field(default_factory=list, max_length=20, description="Conditions on "
-                                           "dimensions with literal values; dates as ISO text.")
+                                           "dimensions; dates as ISO text.")
     order_by: list[str] = Field(default_factory=list, max_length=20, description="Output names; '-' in front "
                                 "for descending.")
     limit: int | None = Field(default=None, ge=1, description="At most this many rows (after ordering).")
-    max_rows: int | None = Field(default=None, ge=1, description="Rows returned to you (default 100).")
+    max_rows: int | None = Field(default=None, ge=1, description="Rows returned (default 100).")
 
 
 class DescribeArgs(DatabaseArg):
     tables: list[str] | None = Field(default=None, description="Only these tables (name or schema.name).")
+    detail: Literal["auto", "tables", "full"] = Field(default="auto", description="tables: names and comments "
+                                                      "only; full: with columns and keys; auto: full for up to "
+                                                      "50 tables.")
+    limit: int = Field(default=100, ge=1, le=1000, description="Tables per page.")
+    offset: int = Field(default=0, ge=0, description="The previous page's next_offset.")
 
 
 class SearchArgs(DatabaseArg):
@@ -82,16 +86,15 @@ class SearchArgs(DatabaseArg):
 
 class CheckArgs(_Args):
     sql: str = Field(description="One SQL statement.", min_length=1)
-    database: str | None = Field(default=None, description="Check with this database's policy and rules "
-                                 "(hidden tables and columns, extra functions, limits). Without it: allowed "
-                                 "only when every database this key may use allows it.")
+    database: str | None = Field(default=None, description="Check with this database's rules; without "
+                                 "it, allowed only if every database of this key allows it.")
 
 
 class SqlArgs(DatabaseArg):
     sql: str = Field(min_length=1, description="One read-only statement (SELECT, WITH ... SELECT, VALUES, "
                      "TABLE, EXPLAIN).")
-    max_rows: int = Field(default=DEFAULT_ROWS, ge=1, description="Return at most this many rows (the "
-                          "database's max_rows caps it); `truncated` says when there were more.")
+    max_rows: int = Field(default=DEFAULT_ROWS, ge=1, description="At most this many rows "
+                          "(`truncated` says when there were more).")
 
 
 class AskArgs(DatabaseArg):
@@ -105,7 +108,7 @@ class FeedbackArgs(_Args):
     request_id: str = Field(description="The request_id of an ask result.", min_length=1, max_length=128)
     verdict: Literal["correct", "incorrect"]
     corrected_sql: str | None = Field(default=None, min_length=1, description="With 'incorrect': SQL that "
-                                      "answers the question (safety-checked and run before it is stored).")
+                                      "answers the question.")
     note: str | None = Field(default=None, max_length=2000)
 
 
@@ -138,15 +141,72 @@ class ToolSpec:
     def tool(self) -> types.Tool:
         return types.Tool(
             name=self.name, title=self.title, description=self.description,
-            input_schema=self.args.model_json_schema(), output_schema=self.output, _meta=self.meta,
+            input_schema=compact_schema(self.args.model_json_schema()), output_schema=shallow(self.output),
+            _meta=self.meta,
+            # no title here (the tool's own says it), and idempotence only where it means something: the
+            # spec reads it only for a tool that writes (feedback: the same call again changes nothing)
             annotations=types.ToolAnnotations(
-                title=self.title, read_only_hint=self.read_only, destructive_hint=False,
-                # feedback is idempotent per request and client: the same call again changes nothing
-                idempotent_hint=True,
+                read_only_hint=self.read_only, destructive_hint=False,
+                idempotent_hint=None if self.read_only else True,
                 # every tool reaches only the gateway's configured databases and store
                 open_world_hint=False,
             ),
         )
+
+
+# What tools/list leaves out of the argument schemas: pydantic's titles repeat the property names, and the
+# length bounds (a non-empty name of at most 128 characters, 1 to 20 metrics) are for hostile or broken input,
+# which the server refuses with invalid_request anyway; a model writing a call never comes near them.
+_UNLISTED = frozenset({"title", "maxLength", "maxItems", "minLength", "minItems"})
+
+
+def compact_schema(schema: Any) -> Any:
+    """A JSON schema as tools/list shows it: a client's model reads every tools/list in its context window.
+    Left out: pydantic's generated ``title`` of each object and property, and length bounds (``_UNLISTED``);
+    an optional property's ``anyOf [X, null]`` with ``default: null`` becomes X (leaving it out says the
+    same). A union of bare types becomes one ``type`` list. The arguments are validated on the server with
+    the full model either way, so what the schema promises stays true."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _UNLISTED and not isinstance(value, dict):
+            continue
+        if key in {"properties", "$defs"} and isinstance(value, dict):
+            out[key] = {name: compact_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = compact_schema(value)
+    options = out.get("anyOf")
+    if isinstance(options, list):
+        if "default" in out and out["default"] is None and {"type": "null"} in options:
+            del out["default"]
+            options = [o for o in options if o != {"type": "null"}]
+        arrays = [o for o in options if isinstance(o, dict) and o.get("type") == "array"]
+        if options and len(arrays) <= 1 and all(
+                isinstance(o, dict) and isinstance(o.get("type"), str) and set(o) <= {"type", "items"}
+                and ("items" not in o or o["type"] == "array") for o in options):
+            del out["anyOf"]  # bare types (and one array of items): one type list
+            types_ = [o["type"] for o in options]
+            out = {"type": types_[0] if len(types_) == 1 else types_, **arrays[0], **out} if arrays else \
+                {"type": types_[0] if len(types_) == 1 else types_, **out}
+            if arrays:
+                out["type"] = types_
+        elif len(options) == 1 and isinstance(options[0], dict) and not set(options[0]) & set(out):
+            del out["anyOf"]
+            out = {**options[0], **out}
+        else:
+            out["anyOf"] = options
+    return out
+
+
+def shallow(schema: dict[str, Any]) -> dict[str, Any]:
+    """An output schema as tools/list shows it: an object and the members it always has, without their
+    shapes, which the result's text describes anyway (with the metric tools listed, the full shapes alone
+    would take a third of the 1,500 tokens tools/list may use). What the client validates structuredContent
+    against stays true, only less detailed."""
+    return {"type": "object", "required": list(schema.get("required", []))}
 
 
 # --- output schemas (what structuredContent holds) ----------------------------------------------------
@@ -167,8 +227,9 @@ def _object(required: list[str], **properties: Any) -> dict[str, Any]:
 
 DATABASES_OUT = _object(["databases"], databases={"type": "array", "items": _object(
     ["name"], name=_STR, description=_NSTR, max_rows=_INT, statement_timeout_ms=_INT)})
-SCHEMA_OUT = _object(["database", "tables"], database=_STR, tables={"type": "array", "items": _object(
-    ["schema", "name", "columns"], schema=_STR, name=_STR, kind=_STR, comment=_NSTR, estimated_rows=_INT,
+SCHEMA_OUT = _object(["database", "tables"], database=_STR, detail=_STR, total=_INT, offset=_INT,
+                     next_offset={"type": ["integer", "null"]}, tables={"type": "array", "items": _object(
+    ["schema", "name"], schema=_STR, name=_STR, kind=_STR, comment=_NSTR, estimated_rows=_INT,
     columns={"type": "array", "items": _OBJ}, primary_key={"type": "array", "items": _STR},
     foreign_keys={"type": "array", "items": _OBJ})})
 SEARCH_OUT = _object(["database", "tables", "columns", "values"], database=_STR,
@@ -221,9 +282,11 @@ async def list_databases(call: Call, _: NoArgs) -> types.CallToolResult:
 
 
 async def describe_schema(call: Call, args: DescribeArgs) -> types.CallToolResult:
-    schema = await call.gateway.schema(args.database, tables=args.tables, principal=call.principal)
-    return ok(f"Schema of {args.database}: {len(schema.get('tables', []))} table(s) (hidden ones left out).",
-              schema, label="schema")
+    schema = await call.gateway.schema(args.database, tables=args.tables, detail=args.detail, limit=args.limit,
+                                       offset=args.offset, principal=call.principal)
+    more = f"; more from offset {schema['next_offset']}" if schema["next_offset"] is not None else ""
+    return ok(f"Schema of {args.database}: {len(schema['tables'])} of {schema['total']} table(s), "
+              f"{schema['detail']} (hidden ones left out){more}.", schema, label="schema")
 
 
 async def search_schema(call: Call, args: SearchArgs) -> types.CallToolResult:
@@ -357,39 +420,35 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec("list_databases", "List databases", "The databases this API key may query, with their row and "
              "time limits.", NoArgs, DATABASES_OUT, "/v1/databases", Operation.SCHEMA, list_databases),
     ToolSpec("describe_schema", "Describe a database's schema", "Tables and views with columns, types, "
-             "primary and foreign keys and comments. Tables and columns the DBA's rules hide are left out "
-             "(and refused in SQL).", DescribeArgs, SCHEMA_OUT, "/v1/databases/{name}/schema", Operation.SCHEMA,
+             "keys and comments, a page at a time; on a large database list tables first (detail=tables) or "
+             "use search_schema, then describe the chosen tables. Hidden tables and columns are left out.",
+             DescribeArgs, SCHEMA_OUT, "/v1/databases/{name}/schema", Operation.SCHEMA,
              describe_schema),
-    ToolSpec("search_schema", "Search tables, columns and values", "Tables and columns whose name or comment "
-             "matches the words, and stored values (of low-cardinality text columns) that match them, spelled as "
-             "the database stores them: use these literals in filters.", SearchArgs, SEARCH_OUT,
+    ToolSpec("search_schema", "Search tables, columns and values", "Tables (best first) and columns whose "
+             "names, comments or values match the words, and stored values spelled as the database stores "
+             "them: use these literals in filters.",
+             SearchArgs, SEARCH_OUT,
              "/v1/databases/{name}/schema", Operation.SCHEMA, search_schema),
     ToolSpec("check_sql", "Check SQL without running it", "The static safety verdict (read-only, allowed "
              "functions and catalogs, hidden columns, complexity): allowed, codes and findings.", CheckArgs,
              CHECK_OUT, "/v1/check", Operation.QUERY, check_sql),
-    ToolSpec("run_sql", "Run read-only SQL", "Checks the statement, then runs exactly that text in a READ ONLY "
-             "transaction with timeouts and returns columns and rows (at most max_rows). A refused or failing "
-             "statement is a tool error with its code (sql_blocked with safety codes, query_error with "
-             "SQLSTATE, cost_too_high ...).", SqlArgs, SQL_OUT, "/v1/sql", Operation.QUERY, run_sql,
+    ToolSpec("run_sql", "Run read-only SQL", "Checks the statement, then runs it read-only with timeouts: "
+             "columns and rows. A refused or failing statement is a tool error with its code (sql_blocked, "
+             "query_error with SQLSTATE ...).", SqlArgs, SQL_OUT, "/v1/sql", Operation.QUERY, run_sql,
              meta=apps.tool_meta()),
-    ToolSpec("ask", "Answer a question with SQL", "Writes SQL for a question with the gateway's LLM, checks, "
-             "runs and validates it, and reflects on failures or suspicious results. Returns the status "
-             "(ok, suspicious, failed, blocked), the SQL, columns, rows and a summary of the attempts; "
-             "progress notifications report each attempt. An ambiguous question is put to the user through "
-             "elicitation when the client supports it (else status needs_clarification with the question). "
-             "Listed only when the gateway has an LLM.", AskArgs, ASK_OUT, "/v1/ask", Operation.ASK, ask,
+    ToolSpec("ask", "Answer a question with SQL", "The gateway's LLM writes SQL for the question; it is "
+             "checked, run and validated, with reflection on failures. Returns status, SQL, columns, rows and "
+             "the attempts (each one a progress notification). An ambiguous question is put to the user "
+             "(elicitation), else status needs_clarification.", AskArgs, ASK_OUT, "/v1/ask", Operation.ASK, ask,
              meta=apps.tool_meta(), needs_llm=True),
-    ToolSpec("list_metrics", "List the semantic model's metrics", "The database's metrics (type, synonyms, exact "
-             "SQL definition, the dimensions each can be grouped by) and dimensions (time grains, synonyms). "
-             "Use the names with query_metrics.", DatabaseArg, METRICS_OUT, "/v1/databases/{name}/semantic",
-             Operation.SCHEMA, list_metrics, needs_semantic=True),
+    ToolSpec("list_metrics", "List the semantic model's metrics", "The metrics (SQL definition, synonyms, "
+             "dimensions to group by) and dimensions (time grains) for query_metrics.", DatabaseArg, METRICS_OUT,
+             "/v1/databases/{name}/semantic", Operation.SCHEMA, list_metrics, needs_semantic=True),
     ToolSpec("query_metrics", "Query metrics by dimensions", "Metrics grouped by dimensions, filtered, at a "
-             "time grain: the gateway writes the SQL from the semantic model's definitions, then checks and runs "
-             "it like run_sql. Returns the SQL, columns and rows.", MetricQueryArgs, METRIC_QUERY_OUT, "/v1/sql",
-             Operation.QUERY, query_metrics, needs_semantic=True),
-    ToolSpec("give_feedback", "Say whether an answer was right", "Feedback on an ask result (by request_id): "
-             "'correct', or 'incorrect' with optional corrected SQL. Idempotent per request and key. The "
-             "gateway learns from it after review; nothing in a database changes.", FeedbackArgs,
+             "time grain: SQL written from the definitions, run like run_sql.", MetricQueryArgs,
+             METRIC_QUERY_OUT, "/v1/sql", Operation.QUERY, query_metrics, needs_semantic=True),
+    ToolSpec("give_feedback", "Say whether an answer was right", "Feedback on an ask result: 'correct', or "
+             "'incorrect' with optional corrected SQL. The gateway learns from it after review.", FeedbackArgs,
              FEEDBACK_OUT, "/v1/feedback", Operation.FEEDBACK, give_feedback, read_only=False),
 )
 BY_NAME = {spec.name: spec for spec in TOOLS}

@@ -1,7 +1,7 @@
 """structlog set-up: JSON lines with the request id bound to every line of a request.
 
 The request id lives in a contextvar (``structlog.contextvars``) so that every stage logs it without
-passing it around; ``api.middleware`` binds it when a request starts.
+passing it around; ``serving.admission`` binds it when a request starts.
 
 :func:`log_request` writes the one access line per request. Through structlog it cost about 13 us a request
 (a lazy logger proxy bound anew on every call, then the processor chain); it writes the same line (same keys

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway import errors, safety
-from gateway.context.build import _prepare
+from gateway.context.build import prepare
 from gateway.context.cache import SchemaSnapshot
 from gateway.context.scope import row_filtered
 from gateway.execute import QueryResult
@@ -87,7 +87,7 @@ async def domain(state: Templates, database: str, role: str | None, claims: tupl
     names left out), as the value hints use it."""
     rules = state.ruleset(database)
     snapshot = await state.schemas.view(state.target(database), rules, role, claims)
-    prepared = _prepare(snapshot, rules, state.settings.context.sample_values)
+    prepared = prepare(snapshot, rules, state.settings.context.sample_values)
     # Kept while the view's preparation is the same object (a refresh or a rules reload makes a new one).
     cache = state.domain_cache
     key = (database, role, tuple(claims))

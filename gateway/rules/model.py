@@ -189,6 +189,8 @@ class RuleSet:
         return name in self.hidden_tables or name.rsplit(".", 1)[-1] in self.hidden_tables
 
     def is_hidden_column(self, table: str, column: str) -> bool:
+        if not self.hidden_columns and not self.hidden_tables:  # the common case, asked per column
+            return False
         bare = table.lower().rsplit(".", 1)[-1]
         col = column.lower()
         return (self.is_hidden_table(table) or f"{bare}.{col}" in self.hidden_columns

@@ -150,3 +150,18 @@ async def test_metrics_after_traffic(client: httpx.AsyncClient) -> None:
     assert 'nl2sql_safety_blocks_total{code="function_blocked"}' in text
     assert "nl2sql_request_seconds_bucket" in text and 'nl2sql_db_seconds_count{database="demo"}' in text
     assert 'nl2sql_pool_size{database="demo"}' in text and 'nl2sql_pool_in_use{database="demo"}' in text
+
+
+async def test_schema_pages_with_a_table_list_first(client: httpx.AsyncClient) -> None:
+    listed = (await client.get("/v1/databases/demo/schema", params={"detail": "tables", "limit": 3})).json()
+    assert listed["detail"] == "tables" and len(listed["tables"]) == 3 and listed["next_offset"] == 3
+    assert all(set(t) == {"schema", "name", "kind", "comment", "estimated_rows"} for t in listed["tables"])
+    rest = (await client.get("/v1/databases/demo/schema",
+                             params={"detail": "tables", "limit": 1000, "offset": 3})).json()
+    assert rest["next_offset"] is None
+    names = [t["name"] for t in listed["tables"] + rest["tables"]]
+    assert len(names) == len(set(names)) == listed["total"]
+    chosen = (await client.get("/v1/databases/demo/schema", params={"tables": f"{names[0]},{names[1]}"})).json()
+    assert [t["name"] for t in chosen["tables"]] == names[:2] and all(t["columns"] for t in chosen["tables"])
+    bad = await client.get("/v1/databases/demo/schema", params={"limit": 0})
+    assert bad.status_code == 422 and bad.headers["content-type"].startswith("application/problem+json")

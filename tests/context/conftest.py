@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.context.build import prepare
 from gateway.context.cache import SchemaCache
 from gateway.context.sources import FileGuidelineSource
 from gateway.execute import Targets
@@ -40,7 +41,7 @@ async def make_state(demo_admin_dsn: str, tmp_path: Path) -> AsyncIterator[Calla
         targets = await Targets.open(settings)
         opened.append(targets)
         return GatewayState(settings=settings, targets=targets, rules=RulesRegistry(rules_dir),
-                            schemas=SchemaCache(settings.context),
+                            schemas=SchemaCache(settings.context, prepare),
                             guidelines=FileGuidelineSource(settings.guidelines_dir))
 
     yield make
