@@ -86,12 +86,12 @@ if typing.TYPE_CHECKING:  # for the CLI and eval block at the end of Gateway
     from typing import Literal
 
     from gateway.context.model import Guideline
-    from gateway.eval.replay import RegressionReport, Variant
-    from gateway.eval.verified import VerifiedItem
     from gateway.execute import QueryResult
     from gateway.execute.introspect import Schema
     from gateway.execute.privileges import Column, Exposure
     from gateway.llm.client import LLMClient
+    from gateway.magic.replay import RegressionReport, Variant
+    from gateway.magic.verified import VerifiedItem
     from gateway.pipeline.respond import Attempt as Attempt  # re-exported: an answer's attempts, for eval
     from gateway.rules.grants import PrivilegeProblem
     from gateway.rules.loading import RuleProblem
@@ -982,17 +982,17 @@ class Gateway:
                                      source="dba", verified=True, request_id=request_id)
 
     async def verified_items(self, databases: Sequence[str], *, limit: int) -> list[VerifiedItem]:
-        """The verified set of ``databases`` (approved examples and templates, see :mod:`gateway.eval.verified`),
+        """The verified set of ``databases`` (approved examples and templates, see :mod:`gateway.magic.verified`),
         at most ``limit``: what ``eval replay`` replays. Raises ``store_not_configured`` without a store."""
-        from gateway.eval.verified import load_verified
+        from gateway.magic.verified import load_verified
 
         return await load_verified(store_of(self._live.store).pool, databases, limit=limit)
 
     async def replay_verified(self, items: Sequence[VerifiedItem], after: Variant, *,
                               concurrency: int = 2) -> RegressionReport:
         """Replay ``items`` under the configuration in force and under ``after`` (a guideline, model or rules
-        change, see :mod:`gateway.eval.replay`), as trials: nothing audited, no correction, no answer ratios."""
-        from gateway.eval.replay import IN_FORCE, replay
+        change, see :mod:`gateway.magic.replay`), as trials: nothing audited, no correction, no answer ratios."""
+        from gateway.magic.replay import IN_FORCE, replay
 
         return await replay(self._live, items, IN_FORCE, after, concurrency=concurrency)
 
@@ -1021,6 +1021,21 @@ class Gateway:
 
     # Administration that needs only the store (``keys``, ``examples``): a store-only Gateway, opened without
     # target pools, LLM client or scheduler, so that it works while the databases or the LLM are down.
+
+    @staticmethod
+    async def migrate_store(settings: Settings, *, apply: bool = True) -> tuple[list[int], list[tuple[int, str, bool]]]:
+        """``migrate``: apply the store's pending migrations (when ``apply``) and list every shipped one as
+        (version, name, applied); works before any Gateway can open on the store. ``store_not_configured``
+        without ``store.dsn``; any other failure is ``store_unavailable`` with the cause's text."""
+        from gateway.store import migrate as migrations
+
+        if not settings.store.dsn:
+            raise errors.StoreNotConfigured("store.dsn is not set (NL2SQL_STORE__DSN)")
+        password = settings.store.password.get_secret_value() if settings.store.password else None
+        try:
+            return await migrations.run(settings.store.dsn, password, apply=apply)
+        except migrations.MigrationError as exc:
+            raise errors.StoreUnavailable(str(exc)) from exc
 
     @classmethod
     @asynccontextmanager
@@ -1306,6 +1321,7 @@ class Gateway:
     def _may_change(self, principal: Principal | None, database: str | None) -> None:
         if principal is None:  # trusted in-process code (the CLI, the Python API without a principal)
             return
+        principal.check_role(Role.DBA)  # as the HTTP routes require: a client key changes no guideline
         if database is not None:
             principal.check_database(database)
         elif principal.role is not Role.ADMIN and ALL_DATABASES not in principal.databases:

@@ -259,7 +259,7 @@ def regressions(
     config: ConfigOption = None,
 ) -> None:
     """Show the latest regression replay of a version: what was right before and is wrong with it, and why."""
-    from gateway.eval.replay import render_report
+    from gateway.magic.replay import render_report
 
     settings = load(config)
 

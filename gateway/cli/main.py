@@ -15,6 +15,7 @@ from gateway.cli import auth as keys_cli
 from gateway.cli import examples as examples_cli
 from gateway.cli import extras
 from gateway.cli import magic as guideline_cli
+from gateway.cli import store as store_cli
 from gateway.cli import templates as templates_cli
 from gateway.cli.eval import eval_app
 from gateway.cli.load import DEMO_DATABASE, ConfigOption, load
@@ -30,7 +31,6 @@ from gateway.cli.semantic import app as semantic_app
 from gateway.cli.style import CLI_STYLE
 from gateway.serving import deadline as request_deadline
 from gateway.settings import DEFAULT_CONFIG_FILE, ConfigError, Settings, config_path
-from gateway.store import cli as store_cli
 
 app = typer.Typer(
     **CLI_STYLE,

@@ -58,6 +58,9 @@ PARTIAL_MIN_TABLES = 500
 # A question asked before a large database's first snapshot is published reads this many best-matching
 # tables (plus as many foreign-key neighbours) from the catalogs (see SchemaCache.view).
 PROBE_TABLES = 50
+# Catalog probes in flight per database: each reads the catalogs on a pooled connection, so a flood of questions
+# before the first read is published does not hold the pool; the rest wait for the first read instead.
+PROBE_CONCURRENCY = 2
 
 
 @dataclass(slots=True)
@@ -113,6 +116,7 @@ class SchemaCache:
         self._refreshes: dict[str, asyncio.Task[SchemaSnapshot]] = {}  # one refresh in flight per database
         # (database, role, claims) -> the caller's view, least recently used first
         self._views: OrderedDict[ViewKey, SchemaSnapshot] = OrderedDict()
+        self._probes: dict[str, asyncio.Semaphore] = {}  # database -> the catalog probes it allows at once
         self._building: dict[ViewKey, asyncio.Future[SchemaSnapshot]] = {}
         self._checks: dict[str, asyncio.Task[None]] = {}  # one catalog version check in flight per database
         self._progress: dict[str, dict[str, Any]] = {}  # database -> what its refresh in flight has done
@@ -219,7 +223,10 @@ class SchemaCache:
         which needs the whole schema."""
         if question is not None and role is None and not claims and target.name in self._large \
                 and target.name not in self._snapshots:
-            return await self._probe(target, rules, question)
+            probes = self._probes.setdefault(target.name, asyncio.Semaphore(PROBE_CONCURRENCY))
+            if not probes.locked():
+                async with probes:
+                    return await self._probe(target, rules, question)
         base = await self.get(target, rules)
         if role is None and not claims:
             return base

@@ -1,6 +1,6 @@
 """Why an answer is wrong: one reason per item, read off the results (never off the SQL's wording).
 
-Used by the regression replay (:mod:`gateway.eval.replay`) and the ``eval`` report, on top of the one
+Used by the regression replay (:mod:`gateway.magic.replay`) and the ``eval`` report, on top of the one
 comparer (:func:`gateway.sql.equivalence.same_result`): the reason is only asked for when that comparer said the
 answer differs, and is the first of these that holds, from the coarsest to the finest:
 

@@ -1,7 +1,7 @@
 """``nl2sql-gateway eval replay``: the verified set under the configuration in force and under a change.
 
 The change is any mix of a stored guideline version (``--guideline vN``), another model (``--model``) and
-another rules folder (``--rules-dir``); the report (:mod:`gateway.eval.replay`) is printed, written as JSON
+another rules folder (``--rules-dir``); the report (:mod:`gateway.magic.replay`) is printed, written as JSON
 with ``--out``, and stored in the feedback store (with the guideline version, when one is replayed), so the
 console's Regressions view shows it. The exit status is 1 when a verified question regressed, for CI.
 """
@@ -17,7 +17,7 @@ from typing import TextIO
 from gateway import errors
 from gateway.context.model import Guideline
 from gateway.eval import pipeline
-from gateway.eval.replay import (
+from gateway.magic.replay import (
     Variant,
     combine,
     guideline_variant,

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import asyncio
 
+import asyncpg
+
+from gateway import errors
 from gateway.execute import faults
 from gateway.execute.introspect import Schema, introspect_connection
 from gateway.execute.pool import Target
@@ -25,6 +28,7 @@ WITH pats AS (SELECT p, i::int AS i FROM unnest($1::text[]) WITH ORDINALITY u(p,
 rels AS (
   SELECT c.oid, lower(c.relname) AS bare,
          lower(CASE WHEN n.nspname = 'public' THEN c.relname ELSE n.nspname || '.' || c.relname END) AS qualified,
+         lower(n.nspname || '.' || c.relname) AS full_name,
          c.relname, d.description AS comment
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
   LEFT JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass AND d.objsubid = 0
@@ -60,6 +64,7 @@ hits AS (
   JOIN pats p ON c.attname ILIKE p.p OR c.comment ILIKE p.p
   WHERE NOT (r.bare || '.' || lower(c.attname) = ANY($4::text[]))
     AND NOT (r.qualified || '.' || lower(c.attname) = ANY($4::text[]))
+    AND NOT (r.full_name || '.' || lower(c.attname) = ANY($4::text[]))
     AND has_column_privilege(c.oid, c.attnum, 'SELECT')
     AND CASE WHEN $3::text IS NULL THEN true
              WHEN NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $3::text) THEN false
@@ -87,10 +92,19 @@ WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
 """
 
 
+# Each pattern is matched against every column name and comment of the database: the query's cost grows with
+# their number, so a question of thousands of words is cut to the longest few (identifiers such as
+# ``account_asset_1341`` and whole words first; words under 3 characters match almost everything anyway).
+MAX_PATTERNS = 32
+MIN_WORD = 3
+
+
 def patterns(words: set[str]) -> list[str]:
-    """``ILIKE`` patterns for ``words``, each matched anywhere in a name or comment (wildcards escaped)."""
+    """``ILIKE`` patterns for the longest ``MAX_PATTERNS`` of ``words`` (at least ``MIN_WORD`` characters),
+    each matched anywhere in a name or comment (wildcards escaped)."""
+    kept = sorted((w for w in words if len(w) >= MIN_WORD), key=lambda w: (-len(w), w))[:MAX_PATTERNS]
     out = []
-    for word in sorted(words):
+    for word in sorted(kept):
         escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         out.append(f"%{escaped}%")
     return out
@@ -105,19 +119,30 @@ async def candidate_schema(target: Target, words: set[str], *, hidden_tables: fr
     try:
         async with asyncio.timeout(target.client_timeout_s()), \
                 target.pool.acquire(timeout=target.settings.limits.acquire_timeout_s) as conn:
-            found: list[int] = []
-            if words:
-                rows = await conn.fetch(CANDIDATES_SQL, patterns(words), sorted(hidden_tables), role,
-                                        sorted(hidden_columns), limit)
-                found = [r["oid"] for r in rows]
-            if found:
-                found += [r["other"] for r in await conn.fetch(NEIGHBOURS_SQL, found, limit)]
-            if hidden_tables:
-                found += [r["oid"] for r in await conn.fetch(HIDDEN_SQL, sorted(hidden_tables))
-                          if r["oid"] not in found]
-            return await introspect_connection(conn, target.name, only=found)
+            # The catalogs are read under the database's statement timeout too, not only the client's bound
+            # (local to the transaction: nothing stays on the connection, behind PgBouncer included).
+            async with conn.transaction(readonly=True):
+                await conn.execute("SELECT set_config('statement_timeout', $1, true)",
+                                   str(target.settings.limits.statement_timeout_ms))
+                found: list[int] = []
+                wanted = patterns(words)
+                if wanted:
+                    rows = await conn.fetch(CANDIDATES_SQL, wanted, sorted(hidden_tables), role,
+                                            sorted(hidden_columns), limit)
+                    found = [r["oid"] for r in rows]
+                if found:
+                    found += [r["other"] for r in await conn.fetch(NEIGHBOURS_SQL, found, limit)]
+                if hidden_tables:
+                    found += [r["oid"] for r in await conn.fetch(HIDDEN_SQL, sorted(hidden_tables))
+                              if r["oid"] not in found]
+                return await introspect_connection(conn, target.name, only=found)
     except faults.FAULTS as exc:
         fault = faults.classify(exc)
         if fault is None:
+            if isinstance(exc, asyncpg.exceptions.QueryCanceledError):
+                raise errors.StatementTimeout(
+                    f"reading the catalogs of {target.name!r} for the question's tables was cancelled by the "
+                    "database (statement_timeout); ask again once the schema is read (/readyz)",
+                    database=target.name) from exc
             raise
         raise faults.database_error(target.name, exc, fault) from exc

@@ -32,12 +32,12 @@ from typing import Any
 
 from gateway.context.model import Guideline
 from gateway.context.sources import GuidelineSource
-from gateway.eval.replay import RegressionReport, WithoutQuestion, guideline_variant, replay
-from gateway.eval.verified import load_verified
 from gateway.learning.corrections import MemoryCorrections
 from gateway.magic.agents import Agents, extract_sql
 from gateway.magic.cases import CaseBuilder
 from gateway.magic.cycle import equivalent, execute_checked
+from gateway.magic.replay import RegressionReport, WithoutQuestion, guideline_variant, replay
+from gateway.magic.verified import load_verified
 from gateway.pipeline import Question, ask
 from gateway.pipeline.ports import Asking
 from gateway.pipeline.tally import Tally
@@ -81,7 +81,7 @@ def baseline_for(state: Asking, database: str | None) -> GuidelineSource:
 
 def _whole(state: Asking) -> GatewayState:
     """Replays answer under views of the running state (another guideline, examples, targets or rules,
-    gateway.eval.replay): those are copies of the state itself, not of a narrower view."""
+    gateway.magic.replay): those are copies of the state itself, not of a narrower view."""
     if not isinstance(state, GatewayState):
         raise TypeError(f"replaying needs the gateway's state, not {type(state).__name__}")
     return state
@@ -96,7 +96,7 @@ async def evaluate(
 
     With ``magic.replay_regressions`` the verified set of the scope (less what the candidate learnt from) is
     replayed first
-    (:func:`gateway.eval.replay.replay`): the evaluation then carries ``regressed`` (questions right with the
+    (:func:`gateway.magic.replay.replay`): the evaluation then carries ``regressed`` (questions right with the
     baseline and wrong with the candidate; any fails it) and ``regression_report`` (the whole report, for
     the caller to store and drop). The accuracy gate reads the same answers for the held-out examples."""
     baseline = baseline_for(state, database)

@@ -99,3 +99,20 @@ async def status(conn: asyncpg.Connection) -> list[tuple[int, str, bool]]:
     if exists:
         done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
     return [(m.version, m.name, m.version in done) for m in available()]
+
+
+async def run(dsn: str, password: str | None, *, apply: bool) -> tuple[list[int], list[tuple[int, str, bool]]]:
+    """One connection of its own (no pool, no Gateway: the store may still lack its tables): the versions
+    applied now (none unless ``apply``) and every shipped migration's status. Any failure is a
+    :class:`MigrationError` carrying the cause's text."""
+    try:
+        conn = await asyncpg.connect(dsn, password=password)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise MigrationError(str(exc)) from exc
+    try:
+        applied = await migrate(conn) if apply else []
+        return applied, await status(conn)
+    except asyncpg.PostgresError as exc:
+        raise MigrationError(str(exc)) from exc
+    finally:
+        await conn.close()

@@ -1,4 +1,4 @@
-"""Regression reports: each replay of the verified set, kept per guideline version (see gateway.eval.replay).
+"""Regression reports: each replay of the verified set, kept per guideline version (see gateway.magic.replay).
 
 A report is written in its own transaction before the activation it judged is answered, so a refusal a DBA
 reads is always on record.

@@ -3,6 +3,8 @@ cannot change the global guideline, which every other database uses."""
 
 from __future__ import annotations
 
+import pytest
+
 from gateway import errors
 from gateway.store import guidelines
 from tests.auth.conftest import Gateway, bearer
@@ -84,3 +86,18 @@ async def test_http_and_the_python_api_refuse_the_same_scope_changes(gw: Gateway
             raise AssertionError(f"the Python API allowed what {path} {body} refused")
     assert await guidelines.events(store.pool, limit=1000) == before  # nothing changed, either way
     assert await guidelines.active(store.pool) is None and await guidelines.active(store.pool, "rls") is None
+
+
+async def test_a_client_key_changes_no_guideline_through_the_python_api(gw: Gateway) -> None:
+    """The role is checked behind Gateway too, not only by the HTTP route table: a client key of the
+    database may not reset, roll back or regenerate its guideline through any entry point."""
+    service = gw.service
+    assert service is not None
+    token = await gw.key("client", databases=("demo",))
+    principal = await service.authenticate(f"Bearer {token}")
+    assert not service.may_change_guidelines(principal, "demo")
+    for call in (lambda: service.reset_guideline("demo", principal=principal),
+                 lambda: service.rollback(database="demo", principal=principal),
+                 lambda: service.regenerate(database="demo", principal=principal)):
+        with pytest.raises(errors.Forbidden):
+            await call()

@@ -3,7 +3,7 @@ its replays and its evaluation without the other databases' questions and SQL.""
 
 from __future__ import annotations
 
-from gateway.eval.replay import RegressionReport
+from gateway.magic.replay import RegressionReport
 from gateway.store import guidelines, regressions
 from tests.auth.conftest import Gateway, bearer
 from tests.auth.test_http import assert_problem

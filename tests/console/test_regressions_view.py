@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gateway.eval.replay import RegressionReport
+from gateway.magic.replay import RegressionReport
 from gateway.settings import StoreSettings
 from gateway.store import Store, guidelines, regressions
 from tests.console.conftest import Console

@@ -221,3 +221,41 @@ async def test_a_question_before_the_first_read_ends_reads_only_its_tables(  # t
     assert len(complete.schema.tables) == TABLES
     again = await ask(state, f"How many rows in {area} {thing} {number}?")
     assert table.name in again.tables and hidden_table not in again.tables
+
+
+def test_a_long_question_reads_the_catalogs_with_its_longest_words_only() -> None:
+    """Every pattern is matched against every column of the database: a question of thousands of words is
+    cut to the longest few, identifiers first, and words too short to mean anything are dropped."""
+    from gateway.execute.candidates import MAX_PATTERNS, patterns
+
+    found = patterns({f"w{i:04d}" for i in range(3000)} | {"ab", "account_asset_1341", "50%_off"})
+    assert len(found) == MAX_PATTERNS
+    assert "%account\\_asset\\_1341%" in found and "%50\\%\\_off%" in found
+    assert "%ab%" not in found
+    assert patterns({"ab", "x"}) == []
+
+
+async def test_a_hidden_column_in_any_spelling_neither_matches_nor_ranks(  # type: ignore[no-untyped-def]
+        mid_size: str, open_state, pg) -> None:
+    """The rules may name a column of a ``public`` table with or without its schema: either way, its name and
+    its comment do not bring its table into the catalog candidates."""
+    from bench.schema_scale import READER
+    from gateway.execute.candidates import candidate_schema
+
+    state = await open_state(mid_size)
+    target = state.target("scale")
+    conn = await asyncpg.connect(pg.dsn("nl2sql_test_scale_mid"))
+    try:
+        await conn.execute("CREATE TABLE zz_probe_only (id int, qzxv_code text)")
+        await conn.execute(f"GRANT SELECT ON zz_probe_only TO {READER}")
+        await conn.execute("COMMENT ON COLUMN zz_probe_only.qzxv_code IS 'wqjk marker'")
+        for word in ("qzxv", "wqjk"):
+            shown = await candidate_schema(target, {word}, hidden_tables=frozenset(), hidden_columns=frozenset())
+            assert [t.name for t in shown.tables] == ["zz_probe_only"], word  # the control: it does match
+            for spelling in ("zz_probe_only.qzxv_code", "public.zz_probe_only.qzxv_code"):
+                hidden = await candidate_schema(target, {word}, hidden_tables=frozenset(),
+                                                hidden_columns=frozenset({spelling}))
+                assert hidden.tables == [] or "zz_probe_only" not in [t.name for t in hidden.tables], spelling
+    finally:
+        await conn.execute("DROP TABLE IF EXISTS zz_probe_only")
+        await conn.close()

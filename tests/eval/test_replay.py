@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from gateway.eval.replay_session import REGRESSED, replay_session
-from gateway.eval.verified import load_verified
+from gateway.magic.verified import load_verified
 from gateway.store import Store, examples, regressions, templates
 from gateway.testing.scripted_llm import LLMRequest, ScriptedLLM
 from tests.eval.helpers import eval_settings, is_generation, sql

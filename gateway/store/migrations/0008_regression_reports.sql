@@ -1,7 +1,7 @@
 -- Regression replays (issue 29): the verified set asked under what is in force and under a change, with what
 -- was right before and is wrong now. One row per replay; a guideline candidate's replays are kept with the
 -- version (guideline_version), others (eval, a rules or model change) have none. The report is JSON
--- (gateway.eval.replay.RegressionReport.as_dict); regressed and passed are copied out for listing.
+-- (gateway.magic.replay.RegressionReport.as_dict); regressed and passed are copied out for listing.
 CREATE TABLE regression_reports (
     id                bigserial PRIMARY KEY,
     guideline_version integer REFERENCES guideline_versions (version) ON DELETE CASCADE,

@@ -10,6 +10,7 @@ import typer
 
 from gateway import errors
 from gateway.cli.load import load
+from gateway.service import Gateway
 from gateway.serving import deadline as request_deadline
 
 
@@ -20,29 +21,17 @@ def migrate(
                                                    dir_okay=False, envvar="NL2SQL_CONFIG")] = None,
 ) -> None:
     """Apply the store's pending migrations (numbered .sql files), one transaction each, under an advisory lock."""
-    import asyncpg
-
-    from gateway.store import migrate as migrations
-
     settings = load(config)
     if not settings.store.dsn:
         typer.echo("store.dsn is not set (NL2SQL_STORE__DSN)", err=True)
         raise typer.Exit(2)
-
-    async def work() -> None:
-        password = settings.store.password.get_secret_value() if settings.store.password else None
-        conn = await asyncpg.connect(settings.store.dsn, password=password)
-        try:
-            if not status:
-                applied = await migrations.migrate(conn)
-                typer.echo(f"applied {len(applied)} migration(s): {applied}" if applied else "up to date")
-            for version, name, done in await migrations.status(conn):
-                typer.echo(f"{version:04d} {name:<30} {'applied' if done else 'pending'}")
-        finally:
-            await conn.close()
-
     try:
-        asyncio.run(request_deadline.operation(settings.server.operation_timeout_s, work(), "migrate"))
-    except (OSError, asyncpg.PostgresError, migrations.MigrationError, errors.GatewayError) as exc:
+        applied, states = asyncio.run(request_deadline.operation(
+            settings.server.operation_timeout_s, Gateway.migrate_store(settings, apply=not status), "migrate"))
+    except errors.GatewayError as exc:
         typer.echo(f"migration failed: {exc}", err=True)
         raise typer.Exit(1) from exc
+    if not status:
+        typer.echo(f"applied {len(applied)} migration(s): {applied}" if applied else "up to date")
+    for version, name, done in states:
+        typer.echo(f"{version:04d} {name:<30} {'applied' if done else 'pending'}")

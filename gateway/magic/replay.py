@@ -33,9 +33,9 @@ from gateway.context.sources import ExamplesSource, GuidelineSource
 from gateway.eval.reasons import why_wrong
 from gateway.eval.stats import percentile
 from gateway.eval.suspect import limit_of, policy_refuses, suspect_reason, widened
-from gateway.eval.verified import VerifiedItem
 from gateway.execute import run_query
 from gateway.learning.corrections import MemoryCorrections
+from gateway.magic.verified import VerifiedItem
 from gateway.pipeline import Question, ask
 from gateway.pipeline.tally import Tally
 from gateway.rules import RulesRegistry
