@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import asyncpg
+
+from tests.serving import LoggedProcess
 
 if TYPE_CHECKING:
     from tests.conftest import PgServer
@@ -50,3 +55,13 @@ async def test_the_demo_fixtures_point_at_one_database_with_two_roles(
             await conn.close()
     assert users[0][0] == users[1][0]
     assert users[0][1] == "nl2sql_reader" and users[1][1] != "nl2sql_reader"
+
+
+def test_a_served_process_never_blocks_on_its_log(tmp_path: Path) -> None:
+    # A server that logs a line per request once hung a test after ~190 requests: its stderr was a pipe
+    # nobody read. The child writes far more than a pipe holds and only then exits; nothing reads meanwhile.
+    script = "import sys; sys.stderr.write('x' * 1_000_000); sys.stderr.flush(); print('done')"
+    proc = LoggedProcess([sys.executable, "-c", script], log=tmp_path / "child.log", stdout=subprocess.DEVNULL)
+    assert proc.wait(timeout=60) == 0  # with a pipe this wait runs out: the child blocks on its write
+    out, err = proc.communicate()
+    assert out is None and len(err) == 1_000_000 and proc.log_text() == err

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.serving import free_port
+from tests.serving import LoggedProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("NL2SQL_", "OPENAI_"))}
@@ -32,9 +32,9 @@ def running_demo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
         pytest.skip("starts its own embedded server")
     data = tmp_path_factory.mktemp("demo") / "pgdata"
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "gateway", "demo", "--data-dir", str(data), "--port", str(port)],
-                            env=ENV, cwd=tmp_path_factory.mktemp("cwd"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    cwd = tmp_path_factory.mktemp("cwd")
+    proc = LoggedProcess([sys.executable, "-m", "gateway", "demo", "--data-dir", str(data), "--port", str(port)],
+                         log=cwd / "demo.log", env=ENV, cwd=cwd, stdout=subprocess.PIPE)
     banner = ""
     deadline = time.monotonic() + 240
     assert proc.stdout is not None
@@ -42,7 +42,7 @@ def running_demo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-u
         line = proc.stdout.readline()
         if not line or time.monotonic() > deadline:
             proc.kill()
-            raise AssertionError(f"the demo did not start: {banner} {proc.stderr.read() if proc.stderr else ''}")
+            raise AssertionError(f"the demo did not start: {banner} {proc.log_text()}")
         banner += line
     base = f"http://127.0.0.1:{port}"
     while True:

@@ -22,7 +22,7 @@ import pytest
 from prometheus_client import CollectorRegistry, multiprocess
 
 from gateway.config.assets import shipped_dir
-from tests.serving import start_serve
+from tests.serving import LoggedProcess, start_serve
 
 PROBES = [
     "SELECT salary FROM employees",
@@ -86,7 +86,7 @@ class Server:
         self.env = {"NL2SQL_DATABASES__DEMO__DSN": dsn, "NL2SQL_AUTH__ENABLED": "false",
                     "NL2SQL_RULES_DIR": str(self.rules), "PROMETHEUS_MULTIPROC_DIR": str(self.metrics_dir),
                     **(extra or {})}
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: LoggedProcess | None = None
         self.base = ""
 
     def start(self) -> None:
@@ -124,7 +124,11 @@ class Server:
     checked: list[int]
 
     def probe(self, sql: str) -> int:
-        response = httpx.post(self.base + SQL_ENDPOINT, json={"database": "demo", "sql": sql}, timeout=60)
+        assert self.proc is not None
+        try:
+            response = httpx.post(self.base + SQL_ENDPOINT, json={"database": "demo", "sql": sql}, timeout=60)
+        except httpx.TimeoutException as exc:
+            raise AssertionError(f"no answer to {sql!r}; the server's log ends:\n{self.proc.log_text()[-4000:]}") from exc
         for value in self.salaries:
             assert value not in response.text, (sql, response.status_code, response.text[:300])
         assert response.status_code != 200, (sql, response.text[:300])

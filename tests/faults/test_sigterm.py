@@ -62,7 +62,7 @@ async def test_sigterm_lets_requests_in_flight_finish(demo_dsn: str, llm: Script
         release.set()
         if proc.poll() is None:
             proc.kill()
-        stderr = proc.stderr.read() if proc.stderr else ""
+        stderr = proc.log_text()
     assert [r.status_code for r in responses] == [200] * 4, [r.text for r in responses]
     assert all(r.json()["status"] == "ok" for r in responses)
     assert all(r.headers["connection"] == "close" for r in responses)  # answered during the drain

@@ -36,8 +36,6 @@ async def test_feedback_that_returned_201_survives_sigkill(demo_dsn: str, fresh_
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
-        if proc.stderr:
-            proc.stderr.close()
     assert answer.status_code == 201, answer.text
     assert proc.returncode == -signal.SIGKILL
 
