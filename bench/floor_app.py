@@ -10,12 +10,20 @@
 ``python -m bench.floor_app [--port P] [--workers N]`` serves :func:`floor_app` the way ``nl2sql-gateway
 serve`` serves the gateway (the same server, protocol, workers and drain), with settings from the
 environment (``NL2SQL_...``).
+
+``BENCH_SERVING`` serves it without the fast paths of ``gateway/serving/`` that mirror framework internals,
+to measure what they are worth: ``public-routes`` turns off the compiled routes and the ``__call__``
+shortcut (FastAPI routes every request, as when ``serving/compat.py`` finds an internal missing);
+``public`` also serves with uvicorn's own httptools protocol instead of the bounded one (public APIs only;
+the header timeout is then not enforced).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 
 from fastapi import FastAPI
 from starlette.applications import Starlette
@@ -25,7 +33,31 @@ from starlette.routing import Route
 
 from gateway.api.app import app_factory, create_app
 from gateway.api.models import SqlRequest
+from gateway.serving import app as serving_app
+from gateway.serving import compat, server
 from gateway.settings import Settings
+
+SERVING = os.environ.get("BENCH_SERVING", "")
+
+
+def _public_paths(which: str) -> None:
+    """Turn off the fast paths for this process (workers import this module too, so they do the same)."""
+    if which not in ("public-routes", "public"):
+        raise SystemExit(f"BENCH_SERVING={which!r}: expected public-routes or public")
+    def off() -> str | None:
+        return f"BENCH_SERVING={which}"
+
+    def uvicorns_own(settings: Settings) -> type[server.BoundedHttpProtocol] | str:
+        return "httptools"
+
+    compat._fastpath_missing = off  # read once, on the first route compiled
+    setattr(serving_app, "telemetry_switch_missing", functools.cache(off))  # noqa: B010 - imported by name there
+    if which == "public":
+        server.bounded_protocol = uvicorns_own
+
+
+if SERVING:
+    _public_paths(SERVING)
 
 
 def with_floor(app: FastAPI) -> FastAPI:
@@ -59,7 +91,6 @@ def bare_app() -> Starlette:
 
 def main() -> None:
     from gateway.observability.logging import configure_logging
-    from gateway.serving import server
     from gateway.settings import load_settings
 
     parser = argparse.ArgumentParser(description="Serve the gateway with the /bench/floor route.")

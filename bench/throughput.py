@@ -9,6 +9,9 @@ process(es):
           (bench/floor_app.py, served as ``serve`` serves: one process);
   sql     ``POST /v1/sql`` on that same process: a BI query (a join with GROUP BY, 17 rows);
   sql 2w  ``POST /v1/sql`` on the same app served by 2 worker processes (``serve --workers 2``);
+  public-routes, public   with ``--public``: ``POST /v1/sql`` on one process without the fast paths that
+          mirror framework internals (FastAPI routes every request; ``public`` also runs uvicorn's own
+          httptools protocol): what ``gateway/serving/`` is worth, in the same run;
   base    with ``--baseline DIR`` (a checkout of another commit, e.g. ``git archive main | tar -x -C DIR``):
           ``POST /v1/sql`` on one process served from that tree, for before/after in the same run;
 and a direct asyncpg pool (10 connections, asyncpg's defaults, its own process) running the same query in a
@@ -221,6 +224,9 @@ def main() -> None:
     parser.add_argument("--duration", type=int, default=3, help="seconds per wrk run")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--only", nargs="+", default=None, help="measure only these sides (e.g. noop sql)")
+    parser.add_argument("--public", action="store_true",
+                        help="also serve /v1/sql without the fast paths that mirror framework internals "
+                             "(BENCH_SERVING in bench/floor_app.py): 'public-routes' and 'public'")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a source tree of another commit: its /v1/sql on one process is measured as 'base'")
     args = parser.parse_args()
@@ -257,6 +263,12 @@ def main() -> None:
                 base, base_pid = stack.enter_context(process(
                     [python, "-m", "bench.floor_app", "--workers", "1"],
                     {**env, "PYTHONPATH": str(tree)}, "/healthz", cwd=tree))
+            public: dict[str, tuple[str, int]] = {}
+            if args.public:
+                for which in ("public-routes", "public"):
+                    public[which] = stack.enter_context(process(
+                        [python, "-m", "bench.floor_app", "--workers", "1"], {**env, "BENCH_SERVING": which},
+                        "/healthz"))
             direct = stack.enter_context(direct_client(dsn))
             sides: dict[str, tuple[int, Callable[[int, float], tuple[float, int]]]] = {
                 "bare": (bare_pid, lambda c, d: wrk(bare + "/bench/bare", c, d, script)),
@@ -267,6 +279,8 @@ def main() -> None:
             }
             if base is not None and base_pid is not None:
                 sides["base"] = (base_pid, lambda c, d: wrk(base + "/v1/sql", c, d, script))
+            for which, (url, pid) in public.items():
+                sides[which] = (pid, lambda c, d, url=url: wrk(url + "/v1/sql", c, d, script))  # type: ignore[misc]
             if args.only:
                 sides = {k: v for k, v in sides.items() if k in args.only}
             for _, side in sides.values():  # warm-up: pools, caches, both workers
@@ -293,6 +307,8 @@ LABELS = {
     "sql": "POST /v1/sql, 1 process",
     "sql2w": "POST /v1/sql, 2 workers",
     "base": "POST /v1/sql, 1 process, --baseline tree",
+    "public-routes": "POST /v1/sql, 1 process, FastAPI's own routing",
+    "public": "POST /v1/sql, 1 process, public APIs only",
     "direct": "direct asyncpg pool, READ ONLY transaction",
 }
 
@@ -328,6 +344,8 @@ def report(samples: dict[tuple[str, int], list[float]], concurrencies: list[int]
     ratio("/v1/sql (1 process) / direct", "sql", "direct")
     ratio("/v1/sql (1 process) / baseline tree's (1 process)", "sql", "base")
     ratio("baseline tree's /v1/sql / floor", "base", None, floor=True)
+    ratio("/v1/sql with FastAPI's own routing / with the fast paths", "public-routes", "sql")
+    ratio("/v1/sql with public APIs only / with the fast paths", "public", "sql")
 
 
 def report_cpu(cpu: dict[tuple[str, int], list[tuple[float, float, float]]], concurrencies: list[int]) -> None:
@@ -340,7 +358,10 @@ def report_cpu(cpu: dict[tuple[str, int], list[tuple[float, float, float]]], con
     _table(["server", "Postgres", "wrk"], cpu, concurrencies, cells)
     print()
     for num, den, label in (("sql2w", "sql", "server CPU per /v1/sql request, 2 workers / 1 process"),
-                            ("sql", "base", "server CPU per /v1/sql request, this tree / baseline tree")):
+                            ("sql", "base", "server CPU per /v1/sql request, this tree / baseline tree"),
+                            ("public-routes", "sql", "server CPU per /v1/sql request, FastAPI's own routing / "
+                             "fast paths"),
+                            ("public", "sql", "server CPU per /v1/sql request, public APIs only / fast paths")):
         if all((num, c) in cpu and (den, c) in cpu for c in concurrencies):
             parts = [f"c={c}: {statistics.median(n[0] / d[0] for n, d in zip(cpu[(num, c)], cpu[(den, c)], strict=True)):.2f}"
                      for c in concurrencies]
