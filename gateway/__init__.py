@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gateway.config.version import __version__
+
 __all__ = ["Gateway", "__version__", "load_settings"]
 
 if TYPE_CHECKING:

@@ -34,10 +34,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from gateway import __version__, errors, safety
+from gateway import errors, safety
 from gateway.auth import ALL_DATABASES, ANONYMOUS, Authenticator, Principal, Role, scopes
 from gateway.auth.ownership import Owner, owner_of, reviews
 from gateway.auth.scopes import Operation
+from gateway.config.version import __version__
 from gateway.context.build import prepare
 from gateway.context.cache import SchemaCache
 from gateway.context.search import active_guideline, describe_schema, rules_summary, search_schema

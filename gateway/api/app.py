@@ -14,7 +14,6 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
-from gateway import __version__
 from gateway.api import (
     console,
     docs,
@@ -36,6 +35,7 @@ from gateway.api.models import Problem
 from gateway.api.problems import PROBLEM_JSON
 from gateway.auth import check_exposure
 from gateway.auth.access import authorize
+from gateway.config.version import __version__
 from gateway.mcp.http import McpEndpoint
 from gateway.observability import metrics
 from gateway.observability.logging import configure_logging

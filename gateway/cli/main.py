@@ -43,7 +43,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from gateway import __version__
+        from gateway.config.version import __version__
 
         typer.echo(f"nl2sql-gateway {__version__}")
         raise typer.Exit(0)

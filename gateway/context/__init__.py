@@ -1,8 +1,9 @@
 """The context stage: pruned schema, rules, guideline, examples and value hints for one question."""
 
 from gateway.context.build import build_context
-from gateway.context.cache import SchemaCache, SchemaSnapshot
+from gateway.context.cache import SchemaCache
 from gateway.context.model import Context, Example, Guideline, ValueHint, estimate_tokens
+from gateway.context.snapshot import SchemaSnapshot
 from gateway.context.sources import ExamplesSource, FileGuidelineSource, GuidelineSource, NoExamples
 
 __all__ = [

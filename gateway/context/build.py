@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from gateway import safety
-from gateway.context.cache import SchemaCache, SchemaSnapshot
+from gateway.context.cache import SchemaCache
 from gateway.context.model import Context, Example, Guideline, ValueHint, estimate_tokens
 from gateway.context.prune import Rendered, TableIndex, TableWords, fits, neighbours, select, table_words
 from gateway.context.render import Redactor, render_rules, render_table, scoped_guideline
 from gateway.context.scope import is_row_filtered, row_filtered
+from gateway.context.snapshot import SchemaSnapshot
 from gateway.context.sources import ExamplesSource, GuidelineSource
 from gateway.context.values import ValueIndex, match_values
 from gateway.context.words import identifiers, phrases, terms

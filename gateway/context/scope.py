@@ -22,12 +22,12 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from gateway.context.snapshot import SchemaSnapshot
 from gateway.execute import samples as sample_queries
 from gateway.execute.readable import readable, restrict
 from gateway.rules.model import RuleSet
 
 if TYPE_CHECKING:
-    from gateway.context.cache import SchemaSnapshot
     from gateway.execute import Target
     from gateway.execute.introspect import Schema
 
@@ -64,8 +64,6 @@ async def scoped_snapshot(target: Target, rules: RuleSet, base: SchemaSnapshot, 
     One catalog query, plus one read per sampled text column of the tables whose rows depend on the reader.
     Raises ``unknown_pg_role`` when the role does not exist.
     """
-    from gateway.context.cache import SchemaSnapshot
-
     allowed = await readable(target, role)
     schema = restrict(base.schema, allowed)
     visible = {t.qualified_name: t for t in schema.tables}

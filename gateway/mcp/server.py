@@ -22,10 +22,11 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from gateway import __version__, errors
+from gateway import errors
 from gateway.auth import ANONYMOUS, Principal, Role
 from gateway.auth.access import required_role
 from gateway.auth.scopes import Operation
+from gateway.config.version import __version__
 from gateway.mcp import apps, results, templates
 from gateway.mcp.clarify import Dialog
 from gateway.mcp.tools import BY_NAME, TOOLS, Call

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from gateway import errors, safety
 from gateway.context.build import prepare
-from gateway.context.cache import SchemaSnapshot
 from gateway.context.scope import row_filtered
+from gateway.context.snapshot import SchemaSnapshot
 from gateway.execute import QueryResult
 from gateway.findings import Finding, family_of
 from gateway.learning.templates import Template, ValueOutOfDomain, check_value, match_question

@@ -1,4 +1,5 @@
-"""Which PostgreSQL functions a query may call: a deny list with reasons, and an allowlist.
+"""Which PostgreSQL functions a query may call: a deny list with reasons, and an allowlist (and which of
+them return a set of rows, :data:`SET_RETURNING`).
 
 Names are Postgres's own (as pglast reads them: unquoted identifiers folded to lower case), never
 sqlglot's normalised names. The allowlist holds side-effect-free built-ins only; anything else is
@@ -167,3 +168,12 @@ OPERATORS: frozenset[str] = frozenset(
 # Symbols an extension commonly defines on text too (pg_trgm's text % text runs similarity()): allowed only
 # when an operand is visibly a number, which selects the core operator.
 NUMERIC_ONLY_OPERATORS: frozenset[str] = frozenset({"%"})
+
+
+# Functions that return a set of rows: each call multiplies the rows of its FROM item or target list.
+SET_RETURNING = frozenset("""
+    generate_series generate_subscripts unnest string_to_table regexp_split_to_table regexp_matches
+    json_array_elements jsonb_array_elements json_array_elements_text jsonb_array_elements_text json_each
+    jsonb_each json_each_text jsonb_each_text json_object_keys jsonb_object_keys jsonb_path_query
+    jsonb_path_query_tz json_populate_recordset jsonb_populate_recordset json_to_recordset jsonb_to_recordset
+""".split())

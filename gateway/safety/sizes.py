@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.safety import fold
+from gateway.safety.counters import iterations
+from gateway.safety.functions import SET_RETURNING
 from gateway.safety.policy import Policy
 from gateway.safety.tree import JSON, Tree, names, unwrap
 
@@ -352,8 +354,6 @@ class Sizes:
             grow = _diff(step1, s0)
             if grow is None or _diff(step2, step1) != grow:
                 return unknown(f"column {columns[index]} of {name} grows faster than by a constant each step")
-            from gateway.safety.rules.recursion import iterations
-
             steps = iterations(cte)
             if steps is None:
                 return unknown(f"column {columns[index]} of {name} grows with every step of a recursion "
@@ -845,9 +845,3 @@ _FIXED_TYPES = frozenset({
 })
 _AGGREGATES = frozenset(name for name, rule in RULES.items() if rule == "aggregate") | frozenset(
     "count sum avg min max bool_and bool_or every stddev variance mode percentile_cont percentile_disc".split())
-SET_RETURNING = frozenset("""
-    generate_series generate_subscripts unnest string_to_table regexp_split_to_table regexp_matches
-    json_array_elements jsonb_array_elements json_array_elements_text jsonb_array_elements_text json_each
-    jsonb_each json_each_text jsonb_each_text json_object_keys jsonb_object_keys jsonb_path_query
-    jsonb_path_query_tz json_populate_recordset jsonb_populate_recordset json_to_recordset jsonb_to_recordset
-""".split())

@@ -22,10 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gateway.safety.context import Context
-from gateway.safety.functions import AGGREGATES
+from gateway.safety.functions import AGGREGATES, SET_RETURNING
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
-from gateway.safety.sizes import SET_RETURNING
 from gateway.safety.tree import JSON, descend, names, unwrap
 
 

@@ -25,9 +25,9 @@ from typing import Any
 
 from gateway.safety import fold
 from gateway.safety.context import Context
+from gateway.safety.counters import conjuncts, counted, cte_columns, fans_out
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
-from gateway.safety.sizes import SET_RETURNING
 from gateway.safety.tree import JSON, descend, names, unwrap
 
 
@@ -48,8 +48,8 @@ def recursion(ctx: Context, policy: Policy) -> Iterator[Finding]:
                 yield Finding("recursion_not_allowed", f"WITH RECURSIVE {name} is not allowed on this "
                               "database (allow_recursive).", name, pos)
                 continue
-            columns = _columns(cte, query.get("larg") or {})
-            iterations = _counted(term, name, columns, query.get("larg") or {})
+            columns = cte_columns(cte, query.get("larg") or {})
+            iterations = counted(term, name, columns, query.get("larg") or {})
             if iterations is not None:
                 if iterations > policy.max_generate_series:
                     yield Finding("unbounded_recursion", f"The counter of {name} runs about {iterations:,.0f} "
@@ -63,116 +63,9 @@ def recursion(ctx: Context, policy: Policy) -> Iterator[Finding]:
                           "join it to a table by equality, or read it with a LIMIT alone.", name, pos)
 
 
-def iterations(cte: JSON) -> float | None:
-    """Steps of a counter-bounded recursive CTE (see the module docstring), or None."""
-    name = cte.get("ctename", "")
-    _, query = unwrap(cte.get("ctequery"))
-    term = query.get("rarg") if query.get("op") == "SETOP_UNION" else None
-    if term is None:
-        return None
-    first = query.get("larg") or {}
-    return _counted(term, name, _columns(cte, first), first)
-
-
 def _references(term: JSON, name: str) -> bool:
     return any(k == "RangeVar" and b.get("relname") == name and not b.get("schemaname")
                for k, b in descend(term))
-
-
-def _columns(cte: JSON, first: JSON) -> list[str]:
-    """The CTE's column names: its alias list, else the names of its non-recursive term's targets."""
-    aliases = names(cte.get("aliascolnames"))
-    if aliases:
-        return aliases
-    while first.get("op", "SETOP_NONE") != "SETOP_NONE":
-        first = first.get("larg") or {}
-    out = []
-    for target in first.get("targetList", ()):
-        _, res = unwrap(target)
-        if res.get("name"):
-            out.append(res["name"])
-        else:
-            kind, val = unwrap(res.get("val"))
-            out.append((names(val.get("fields")) or [""])[-1] if kind == "ColumnRef" else "")
-    return out
-
-
-def _counted(term: JSON, name: str, columns: list[str], first: JSON) -> float | None:
-    """Iterations of a counter-bounded recursive term, or None when it is not one."""
-    items = term.get("fromClause", ())
-    if len(items) != 1:
-        return None
-    kind, rel = unwrap(items[0])
-    if kind != "RangeVar" or rel.get("relname") != name or rel.get("schemaname"):
-        return None
-    alias = rel.get("alias", {}).get("aliasname") or name
-    if _fans_out(term):
-        return None
-    targets = [unwrap(unwrap(t)[1].get("val")) for t in term.get("targetList", ())]
-    starts = [unwrap(t)[1].get("val") for t in first.get("targetList", ())]
-    if first.get("op", "SETOP_NONE") != "SETOP_NONE" or len(starts) != len(columns):
-        return None
-    best: float | None = None
-    for conjunct in _conjuncts(term.get("whereClause")):
-        stop = _stop(conjunct, alias, columns)
-        if stop is None:
-            continue
-        position, limit, upward = stop
-        if position >= len(targets):
-            continue
-        step = _step(targets[position], alias, columns[position])
-        start = fold.number(starts[position])
-        if step is None or start is None or (step > 0) != upward:
-            continue
-        steps = max((limit - start) / step, 0.0) + 2  # the start row and the step that fails the test
-        best = steps if best is None else min(best, steps)
-    return best
-
-
-def _stop(conjunct: Any, alias: str, columns: list[str]) -> tuple[int, float, bool] | None:
-    """``n < 100`` -> (position of n, 100, True: the counter must go up to reach it)."""
-    kind, expr = unwrap(conjunct)
-    if kind != "A_Expr" or expr.get("kind") != "AEXPR_OP":
-        return None
-    op = (names(expr.get("name")) or [""])[-1]
-    flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
-    left, right = expr.get("lexpr"), expr.get("rexpr")
-    if _column_position(left, alias, columns) is None:
-        left, right, op = right, left, flip.get(op, "")
-    position = _column_position(left, alias, columns)
-    limit = fold.number(right)
-    if position is None or limit is None or op not in flip:
-        return None
-    return position, limit, op in ("<", "<=")
-
-
-def _column_position(node: Any, alias: str, columns: list[str]) -> int | None:
-    kind, ref = unwrap(node)
-    while kind == "TypeCast":
-        kind, ref = unwrap(ref.get("arg"))
-    if kind != "ColumnRef":
-        return None
-    parts = names(ref.get("fields"))
-    if len(parts) == 2 and parts[0] != alias or len(parts) > 2 or not parts:
-        return None
-    return columns.index(parts[-1]) if parts[-1] in columns else None
-
-
-def _step(target: tuple[str, JSON], alias: str, column: str) -> float | None:
-    """``n + 3`` -> 3, ``n - 1`` -> -1 for the counter column; None for anything else."""
-    kind, expr = target
-    if kind != "A_Expr" or expr.get("kind") != "AEXPR_OP":
-        return None
-    op = (names(expr.get("name")) or [""])[-1]
-    left, right = expr.get("lexpr"), expr.get("rexpr")
-    if op == "+" and _column_position(right, alias, [column]) == 0:
-        left, right = right, left
-    if _column_position(left, alias, [column]) != 0:
-        return None
-    amount = fold.number(right)
-    if amount is None or amount <= 0 or op not in ("+", "-"):
-        return None
-    return amount if op == "+" else -amount
 
 
 def _walks(term: JSON, name: str) -> bool:
@@ -188,7 +81,7 @@ def _walks(term: JSON, name: str) -> bool:
         else:
             items.append((kind, body))
     if any(kind != "RangeVar" and not (kind == "RangeSubselect" and _one_table(body, name))
-           for kind, body in items) or _fans_out(term):
+           for kind, body in items) or fans_out(term):
         return False
     own = {b.get("alias", {}).get("aliasname") or name for _, b in items
            if b.get("relname") == name and not b.get("schemaname")}
@@ -196,7 +89,7 @@ def _walks(term: JSON, name: str) -> bool:
               if not (b.get("relname") == name and not b.get("schemaname"))} - {None}
     if not own or not tables:
         return False
-    for conjunct in (c for q in quals for c in _conjuncts(q)):
+    for conjunct in (c for q in quals for c in conjuncts(q)):
         kind, expr = unwrap(conjunct)
         if kind != "A_Expr" or expr.get("kind") != "AEXPR_OP" or names(expr.get("name")) != ["="]:
             continue
@@ -220,12 +113,6 @@ def _one_table(derived: JSON, name: str) -> bool:
     if kind != "RangeVar" or (rel.get("relname") == name and not rel.get("schemaname")):
         return False
     return all(unwrap(unwrap(t)[1].get("val"))[0] == "ColumnRef" for t in query.get("targetList", ()))
-
-
-def _fans_out(term: JSON) -> bool:
-    """A set-returning function in the recursive term's targets multiplies the rows of every step."""
-    return any(k == "FuncCall" and (names(b.get("funcname")) or [""])[-1].lower() in SET_RETURNING
-               for k, b in descend(term.get("targetList")))
 
 
 def _qualifier(node: Any) -> str | None:
@@ -252,10 +139,3 @@ def _limited(ctx: Context, owner: JSON, name: str) -> bool:
             return False  # an aggregate, a window or a set-returning function may need every row
     reads = sum(1 for rel, _ in ctx.tree.relations if rel.get("relname") == name and not rel.get("schemaname"))
     return reads == 2  # the recursive term's and this one
-
-
-def _conjuncts(node: Any) -> list[Any]:
-    kind, body = unwrap(node)
-    if kind == "BoolExpr" and body.get("boolop") == "AND_EXPR":
-        return [c for arg in body.get("args", ()) for c in _conjuncts(arg)]
-    return [node] if kind else []

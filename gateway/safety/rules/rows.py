@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gateway.safety.context import Context
+from gateway.safety.functions import SET_RETURNING
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
-from gateway.safety.sizes import SET_RETURNING, Sizes
+from gateway.safety.sizes import Sizes
 from gateway.safety.tree import JSON, descend, names, unwrap
 
 

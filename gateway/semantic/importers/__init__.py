@@ -11,24 +11,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import sqlglot
-from sqlglot import exp
-
+from gateway.semantic.importers.common import ImportProblem
+from gateway.semantic.importers.cortex import read_cortex
+from gateway.semantic.importers.cube import read_cube
+from gateway.semantic.importers.dbt import read_dbt
 from gateway.semantic.loading import SemanticProblem, load_model, validate
 from gateway.semantic.model import SemanticModel
 
+__all__ = ["ImportProblem", "import_model"]
 
-def is_bare_column(text: str) -> bool:
-    """Whether a format's expression is one unqualified column (mapped as is) rather than SQL over several."""
-    try:
-        node = sqlglot.parse_one(text, read="postgres")
-    except sqlglot.errors.ParseError:
-        return False
-    return isinstance(node, exp.Column) and not node.table
-
-
-class ImportProblem(ValueError):
-    """The source cannot be read at all (a missing optional package, a file that is not the format)."""
+READERS = {"dbt": read_dbt, "cube": read_cube, "cortex": read_cortex}
 
 
 def import_model(source: Path, fmt: str) -> tuple[SemanticModel, list[SemanticProblem]]:
@@ -36,13 +28,8 @@ def import_model(source: Path, fmt: str) -> tuple[SemanticModel, list[SemanticPr
     if fmt == "native":
         files = sorted(source.rglob("*.y*ml")) if source.is_dir() else [source]
         return load_model(files)
-    if fmt == "dbt":
-        from gateway.semantic.importers.dbt import read_dbt as reader
-    elif fmt == "cube":
-        from gateway.semantic.importers.cube import read_cube as reader
-    elif fmt == "cortex":
-        from gateway.semantic.importers.cortex import read_cortex as reader
-    else:
+    reader = READERS.get(fmt)
+    if reader is None:
         raise ImportProblem(f"unknown format {fmt!r}")
     model, problems = reader(source)
     return model, problems + validate(model, lambda *_: (str(source), 0))

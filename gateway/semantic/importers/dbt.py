@@ -25,7 +25,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from gateway.semantic.importers import ImportProblem, is_bare_column
+from gateway.semantic.importers.common import ImportProblem, is_bare_column
 from gateway.semantic.loading import SemanticProblem
 from gateway.semantic.model import GRAINS, Dimension, Entity, Measure, Metric, Relationship, SemanticModel
 
