@@ -46,7 +46,11 @@ def finds(driver: Any, css: str) -> list[Any]:
 
 
 def visible(css: str) -> Callable[[Any], Any]:
+    """The first displayed element matching ``css``, once the page shown has settled (``#page`` is not
+    ``aria-busy``: a page binds its forms' handlers after loading what it needs)."""
     def check(driver: Any) -> Any:
+        if finds(driver, "#page[aria-busy=true]"):
+            return False
         found = [e for e in finds(driver, css) if e.is_displayed()]
         return found[0] if found else False
     return check

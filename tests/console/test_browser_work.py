@@ -289,3 +289,46 @@ def test_about_names_the_llm_endpoint_to_dbas_only(work_console: Console) -> Non
     assert httpx.get(f"{work_console.base}/v1/about", timeout=30).status_code == 401
     # This process's latency history: the requests above (and the module's) are in it.
     assert dba["latency"] and dba["latency"][-1]["n"] >= 1 and dba["latency"][-1]["p99_ms"] is not None
+
+
+HOLD_HISTORY = """
+window.__held = [];
+const fetched = window.fetch.bind(window);
+window.fetch = (url, options) => String(url).includes("/v1/history")
+  ? new Promise((resolve) => window.__held.push(() => resolve(fetched(url, options))))
+  : fetched(url, options);
+"""
+# Submits the ask form as a user would and says whether the browser would then send it itself (a native
+# submission): the last listener, on window, sees whether any earlier one prevented that.
+SUBMIT = """
+let native = null;
+const seen = (event) => { native = !event.defaultPrevented; };
+window.addEventListener("submit", seen);
+document.querySelector("#ask-form").requestSubmit();
+window.removeEventListener("submit", seen);
+return native;
+"""
+
+
+def test_a_form_used_before_its_page_is_ready_is_never_sent_natively(browser: Any, work_console: Console) -> None:
+    # Runs last: the question it asks joins the history the tests above count.
+    # The ask page draws its form and loads the databases, then the history, and only then binds the form's
+    # handler. With the history held, the form can be filled in and sent before that: the console must not let
+    # the browser send it natively (to its own URL, refused by the CSP's form-action 'none'), and says busy.
+    browser.execute_script("sessionStorage.clear()")
+    sign_in(browser, work_console, work_console.keys["client"])
+    held = browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": HOLD_HISTORY})
+    try:
+        browser.get(work_console.url + "#ask")
+        browser.refresh()  # a new load, with the history held
+        wait(browser, lambda d: finds(d, "#page[aria-busy=true] #ask-db option")
+             and d.execute_script("return window.__held.length") == 1, "the databases shown, the history held")
+        find(browser, "#ask-q").send_keys("How many customers are there?")
+        assert browser.execute_script(SUBMIT) is False
+        assert find(browser, "#page").get_attribute("aria-busy") == "true"
+        browser.execute_script("window.__held.forEach((release) => release())")
+        assert ask(browser, "How many customers are there?").text == "ok"  # ready: its handler is bound
+    finally:
+        browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", {"identifier": held["identifier"]})
+    assert browser.current_url == work_console.url + "#ask"
+    assert not [e for e in console_errors(browser) if "form-action" in e]

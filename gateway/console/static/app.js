@@ -32,6 +32,7 @@ const $ = (sel) => document.querySelector(sel);
 let me = null;
 let oidcError = null;  // why sign-in with the identity provider is not offered, when it should be
 let current = null;
+let showing = 0;  // the page shown last: only its show() settling marks #page ready
 
 function allowed(name) {
   const need = PAGES[name].role;
@@ -110,9 +111,15 @@ function route() {
   }
   document.title = `${PAGES[name].title} · nl2sql-gateway console`;
   const page = clear($("#page"));
+  // A page draws its form first and binds its handlers after loading what it needs (databases, history): until
+  // its show() settles the page is busy (styled as such, clicks on its forms ignored), then ready.
+  const shown = ++showing;
+  page.setAttribute("aria-busy", "true");
   current = PAGES[name].module;
-  current.show(page, { me, notice, param, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
-                                                                          : "Your sign-in was refused; sign in again.") });
+  const module = current;
+  (async () => module.show(page, { me, notice, param, signedOut: () => showSignin(session.key ? "Your key was refused; sign in again."
+                                                                               : "Your sign-in was refused; sign in again.") }))()
+    .finally(() => { if (shown === showing) page.setAttribute("aria-busy", "false"); });
 }
 
 async function start() {
@@ -166,5 +173,8 @@ $("#oidc-signin").addEventListener("click", async () => {
     showSignin(error.message);
   }
 });
+// Forms are the pages' scripts' to send: a native submission (a form used before its page bound its handler)
+// would go to the console's own URL, which the CSP's form-action 'none' refuses.
+document.addEventListener("submit", (event) => event.preventDefault(), true);
 window.addEventListener("hashchange", route);
 boot();

@@ -77,6 +77,7 @@ export async function show(root, ctx) {
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return ctx.signedOut();
     output.append(h("p", { class: "error", role: "alert" }, error.message));
+    submit.disabled = true;  // nothing to ask without the databases: reloading the page tries again
     return;
   }
   dbSelect.append(...databases.map((d) => h("option", { value: d.name }, d.description ? `${d.name} — ${d.description}` : d.name)));
