@@ -68,7 +68,7 @@ from gateway import errors
 from gateway.api.problems import PROBLEM_JSON, TYPE_BASE
 from gateway.observability import metrics
 from gateway.observability.logging import configure_logging, get_logger
-from gateway.serving.admission import BODY_READ, Drain
+from gateway.serving.admission import BODY_READ, CLIENT_GONE, Drain
 from gateway.serving.compat import protocol_missing
 from gateway.settings import Settings
 
@@ -90,8 +90,9 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a deadline and a size bound on each request's line and headers.
 
     Also, per request: a response head with a Content-Length leaves in the same write as the body's first
-    bytes (:class:`_HeldHead`), and a request whose body arrived whole with its headers is marked so that the
-    middleware reads it without arming a timer (``BODY_READ`` in the scope)."""
+    bytes (:class:`_HeldHead`), a request whose body arrived whole with its headers is marked so that the
+    middleware reads it without arming a timer (``BODY_READ`` in the scope), and a route can be told when its
+    client goes away without a task waiting on ``receive()`` for it (``CLIENT_GONE``, :class:`_ClientWatch`)."""
 
     header_timeout_s: float = 10.0
     max_header_bytes: int = 65_536
@@ -108,6 +109,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+        cycle = self.cycle
+        if cycle is not None and cycle.disconnected:  # what receive() would now answer http.disconnect for
+            watch = cycle.scope.get(CLIENT_GONE)  # type: ignore[call-overload]
+            if isinstance(watch, _ClientWatch):
+                watch.gone()
 
     def data_received(self, data: bytes) -> None:
         awaiting_headers = self._header_deadline is not None
@@ -139,6 +145,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 done()
 
             cycle.on_response = on_response
+            cycle.scope[CLIENT_GONE] = _ClientWatch(cycle)  # type: ignore[literal-required]
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
@@ -192,6 +199,39 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode()
         self.transport.write(head + body)
         self.transport.close()
+
+
+class _ClientWatch:
+    """``watch(callback)`` for one request: ``callback`` runs once when its client goes away, as a task
+    waiting on the ASGI ``receive()`` would learn it (uvicorn marks the current cycle disconnected when the
+    connection is lost); the call returns the function that stops watching. A client gone already is
+    reported at once."""
+
+    __slots__ = ("_callback", "_cycle")
+
+    def __init__(self, cycle: RequestResponseCycle) -> None:
+        self._cycle = cycle
+        self._callback: Callable[[], None] | None = None
+
+    def __call__(self, callback: Callable[[], None]) -> Callable[[], None]:
+        if self._cycle.disconnected:
+            callback()
+            return _nothing
+        self._callback = callback
+        self._cycle.flow.resume_reading()  # as receive() does: a close is only seen while the socket is read
+        return self._unwatch
+
+    def _unwatch(self) -> None:
+        self._callback = None
+
+    def gone(self) -> None:
+        callback, self._callback = self._callback, None
+        if callback is not None:
+            callback()
+
+
+def _nothing() -> None:
+    return None
 
 
 class _HeldHead:
