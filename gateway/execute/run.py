@@ -15,8 +15,7 @@ import asyncio
 import contextlib
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -375,34 +374,43 @@ async def _end_session(conn: asyncpg.Connection, session: statements.Session, ke
     session.reset_done = True
 
 
-@asynccontextmanager
-async def _acquire(target: Target, timeout: float,
-                   pool: asyncpg.Pool | None = None) -> AsyncIterator[asyncpg.Connection]:
+class _acquire:  # noqa: N801 - used as ``async with _acquire(...) as conn``, like the function it was
     """A connection of ``pool`` (the target's own by default) within ``timeout``; a wait that ends on a busy
-    pool is ``pool_exhausted``."""
-    pool = target.pool if pool is None else pool
-    try:
-        # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for runs the wait in a task of its own.
-        async with asyncio.timeout(timeout):
-            conn = await pool.acquire()
-    except TimeoutError as exc:
-        if not faults.pool_exhausted(pool, target.settings.pool_max_size):
-            raise  # the wait was for a connect: the database's fault, which run_query reports
-        _raise_if_deadline_spent(target)
-        metrics.DB_ERRORS.labels(target.name, errors.PoolExhausted.code).inc()
-        raise errors.PoolExhausted(
-            f"all {target.settings.pool_max_size} connections to {target.name!r} stayed busy for "
-            f"{timeout:.1f} s; retry, or raise databases.{target.name}.pool_max_size "
-            f"(limits.acquire_timeout_s bounds the wait)", database=target.name,
-        ) from exc
-    try:
-        yield conn
-    finally:
-        _abandoned(conn, target)
+    pool is ``pool_exhausted``. A class rather than an ``asynccontextmanager``, whose generator costs a
+    microsecond more on every query."""
+
+    __slots__ = ("conn", "pool", "target", "timeout")
+
+    def __init__(self, target: Target, timeout: float, pool: asyncpg.Pool | None = None) -> None:
+        self.target, self.timeout = target, timeout
+        self.pool = target.pool if pool is None else pool
+        self.conn: Any = None
+
+    async def __aenter__(self) -> asyncpg.Connection:
+        target, pool, timeout = self.target, self.pool, self.timeout
         try:
-            await pool.release(conn, timeout=RELEASE_TIMEOUT_S)
-        except Exception as exc:  # noqa: BLE001 - never raised over the answer or the original error
-            log.warning("connection_release_failed", database=target.name, error=repr(exc))
+            # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for runs the wait in a task of its own.
+            async with asyncio.timeout(timeout):
+                self.conn = await pool.acquire()
+        except TimeoutError as exc:
+            if not faults.pool_exhausted(pool, target.settings.pool_max_size):
+                raise  # the wait was for a connect: the database's fault, which run_query reports
+            _raise_if_deadline_spent(target)
+            metrics.DB_ERRORS.labels(target.name, errors.PoolExhausted.code).inc()
+            raise errors.PoolExhausted(
+                f"all {target.settings.pool_max_size} connections to {target.name!r} stayed busy for "
+                f"{timeout:.1f} s; retry, or raise databases.{target.name}.pool_max_size "
+                f"(limits.acquire_timeout_s bounds the wait)", database=target.name,
+            ) from exc
+        return self.conn
+
+    async def __aexit__(self, *exc: object) -> None:
+        conn, self.conn = self.conn, None
+        _abandoned(conn, self.target)
+        try:
+            await self.pool.release(conn, timeout=RELEASE_TIMEOUT_S)
+        except Exception as error:  # noqa: BLE001 - never raised over the answer or the original error
+            log.warning("connection_release_failed", database=self.target.name, error=repr(error))
             conn.terminate()
 
 

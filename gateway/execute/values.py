@@ -349,7 +349,8 @@ def converter_for(type_name: str) -> Converter | None:
     every converter would give back unchanged)."""
     if type_name in PLAIN_TYPES:
         return None
-    return _CONVERTERS.get(type_name, to_json)
+    found: Converter = _CONVERTERS.get(type_name, to_json)
+    return found
 
 
 def json_loads(text: str) -> JsonValue:

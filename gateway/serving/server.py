@@ -111,7 +111,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
         cycle = self.cycle
         if cycle is not None and cycle.disconnected:  # what receive() would now answer http.disconnect for
-            watch = cycle.scope.get(CLIENT_GONE)  # type: ignore[call-overload]
+            watch = cycle.scope.get(CLIENT_GONE)
             if isinstance(watch, _ClientWatch):
                 watch.gone()
 
