@@ -42,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
 import json
 import math
 import multiprocessing
@@ -377,10 +378,27 @@ def _config(app: FastAPI, settings: Settings) -> uvicorn.Config:
     )
 
 
+# The cyclic collector's young-generation threshold in a serving process (Python's default: 700). Each young
+# collection walks every object the requests in flight still hold (their coroutine frames, scopes, rows): at
+# 700 that was one collection per ~18 /v1/sql requests and 15 us of collector per request at 16 connections,
+# 26 us at 64. At 7,000 it is 2-3 collections a second and 5-7 us. Objects are still freed by their
+# reference counts as before; only garbage in reference cycles waits longer for its collection.
+YOUNG_GC_THRESHOLD = 7_000
+
+
+def tune_collector() -> None:
+    """Raise the young-generation threshold of the cyclic collector to :data:`YOUNG_GC_THRESHOLD`; a higher
+    one, or a collector switched off (threshold 0), is left as it is."""
+    young, older, oldest = gc.get_threshold()
+    if 0 < young < YOUNG_GC_THRESHOLD:
+        gc.set_threshold(YOUNG_GC_THRESHOLD, older, oldest)
+
+
 def run(app: FastAPI, settings: Settings, sockets: list[socket.socket] | None = None,
         early: list[int] | None = None) -> None:
     """Serve ``app`` on ``server.host:server.port`` (or ``sockets``) until SIGTERM or Ctrl-C, then drain and
     return. ``early``: signals that arrived before serving began (they stop the server once it started)."""
+    tune_collector()
     drain = getattr(app.state, "drain", None) or Drain()
     DrainingServer(_config(app, settings), drain, early, owns_listener=sockets is None).run(sockets=sockets)
 
