@@ -18,6 +18,7 @@ from typing import TypeVar
 from starlette.requests import Request
 
 from gateway import errors
+from gateway.serving.admission import CLIENT_GONE
 
 T = TypeVar("T")
 
@@ -26,16 +27,34 @@ async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
     """The result of ``work``, unless the client disconnects first: then ``work`` is cancelled.
 
     ``work`` runs in the request's own task, so what it binds to the log context reaches the request log.
+    Under the gateway's own server the server says when the client leaves (``CLIENT_GONE`` in the scope,
+    gateway.serving.server); elsewhere (another ASGI server, a test client) a task waits on ``receive()``.
     """
     task = asyncio.current_task()
     assert task is not None
     left = False
 
-    def client_left(watcher: asyncio.Future[None]) -> None:
+    def client_gone() -> None:
         nonlocal left
+        left = True
+        task.cancel()
+
+    watch = request.scope.get(CLIENT_GONE)
+    if watch is not None:
+        unwatch = watch(client_gone)
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if not left:
+                raise  # the server itself cancelled the request (e.g. shutting down)
+            task.uncancel()
+            raise _closed() from None
+        finally:
+            unwatch()
+
+    def client_left(watcher: asyncio.Future[None]) -> None:
         if _really_gone(watcher):
-            left = True
-            task.cancel()
+            client_gone()
 
     gone = asyncio.ensure_future(_disconnected(request))
     gone.add_done_callback(client_left)
@@ -45,11 +64,14 @@ async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
         if not left:
             raise  # the server itself cancelled the request (e.g. shutting down)
         task.uncancel()
-        raise errors.ClientClosedRequest(
-            "the client disconnected before the answer; its query was cancelled") from None
+        raise _closed() from None
     finally:
         gone.remove_done_callback(client_left)
         gone.cancel()
+
+
+def _closed() -> errors.ClientClosedRequest:
+    return errors.ClientClosedRequest("the client disconnected before the answer; its query was cancelled")
 
 
 def _really_gone(gone: asyncio.Future[None]) -> bool:

@@ -64,6 +64,10 @@ UNAUTHENTICATED_PATHS = frozenset(METADATA_PATHS)
 _JSON = b"application/json"
 # Set by the server (gateway.serving.server) once a request's body is all in: reading it cannot wait on the client.
 BODY_READ = "gateway.body_read"  # the one body type compiled routes take; anything else goes through FastAPI
+# Set by the server: ``watch(callback) -> unwatch``, calling ``callback`` once when the request's client goes
+# away (when uvicorn's receive() would answer ``http.disconnect``), without a task waiting on receive()
+# (gateway.api.disconnect).
+CLIENT_GONE = "gateway.client_gone"
 
 
 def new_request_id() -> str:

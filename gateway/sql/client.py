@@ -85,8 +85,9 @@ def check_sql(databases: Databases, sql: str, database: str | None) -> safety.Ve
     """Run the static safety check with the database's policy; count blocks by code."""
     _enforce_size(databases, sql, database)
     verdict = _verdicts.check(sql, databases.policy(database))
-    for code in verdict.codes:
-        metrics.SAFETY_BLOCKS.labels(code).inc()
+    if verdict.findings:
+        for code in verdict.codes:
+            metrics.SAFETY_BLOCKS.labels(code).inc()
     return verdict
 
 
