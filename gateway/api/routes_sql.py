@@ -76,8 +76,9 @@ async def post_sql(body: SqlRequest, request: Request, gateway: Gateway = Depend
 
 
 class _Charged(Response):
-    """A JSON answer whose body is charged to the result budget until it has been sent, then let go of on the
-    event loop (where a background task did it, after the same send: without its per-answer set-up)."""
+    """A JSON answer whose body is charged to the result budget until it has been sent (or its send failed),
+    then let go of on the event loop (where a background task did it, after the same send: without its
+    per-answer set-up, and also when the send raises)."""
 
     media_type = "application/json"
 
@@ -86,8 +87,10 @@ class _Charged(Response):
         self._drop = drop
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await super().__call__(scope, receive, send)
-        self._drop(len(self.body))
+        try:
+            await super().__call__(scope, receive, send)
+        finally:  # sent, or never will be (the client left, the send was cancelled): either way let go
+            self._drop(len(self.body))
 
 
 STREAM_ABOVE_BYTES = 1024 * 1024
