@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -72,25 +72,31 @@ async def post_sql(body: SqlRequest, request: Request, gateway: Gateway = Depend
         return Response(encoded, media_type="application/json")
     # The body counts against the result budget until it has been sent.
     result.lease.hold_body(len(encoded))
-    return _Charged(encoded, result.lease.drop_body)
+    return _Charged(encoded, result)
 
 
 class _Charged(Response):
-    """A JSON answer whose body is charged to the result budget until it has been sent (or its send failed),
-    then let go of on the event loop (where a background task did it, after the same send: without its
-    per-answer set-up, and also when the send raises)."""
+    """A JSON answer whose body is charged to the result budget until it has been sent (or its send failed).
+
+    It holds the result: the rows' charge goes when nothing refers to the result any more (its finalizer,
+    gateway.execute.run), which without this reference would be as soon as the route returned, before
+    the answer was written. After the send, on the event loop, the body's charge goes and the result is
+    let go of."""
 
     media_type = "application/json"
 
-    def __init__(self, body: bytes, drop: Callable[[int], None]) -> None:
+    def __init__(self, body: bytes, result: QueryResult) -> None:
         super().__init__(body)
-        self._drop = drop
+        self._result: QueryResult | None = result
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
             await super().__call__(scope, receive, send)
         finally:  # sent, or never will be (the client left, the send was cancelled): either way let go
-            self._drop(len(self.body))
+            result, self._result = self._result, None
+            if result is not None and result.lease is not None:
+                result.lease.drop_body(len(self.body))
+            del result  # not kept by this frame either (a traceback of a failed send would keep it)
 
 
 STREAM_ABOVE_BYTES = 1024 * 1024

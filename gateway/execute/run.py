@@ -260,7 +260,7 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
                                + _begin_sql(target, role, budget.statement_ms, run.claims))
             statements.claimed(session, partition)
             state = await statements.prepare(conn, session, sql, partition)
-            columns = _columns.of(state)
+            columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
             wire.expect(meter, [c.type for c in columns])
             args = _args(state, run.args)
             await cost.gate(conn, target.name, target.settings.limits, sql, role, args, reveal=not run.claims)
@@ -271,7 +271,7 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
                 await conn.execute("ROLLBACK TO " + cost.SAVEPOINT)
                 statements.drop(conn, session, sql)
                 state = await statements.prepare(conn, session, sql, partition)
-                columns = _columns.of(state)
+                columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
                 args = _args(state, run.args)
                 portal = await _Portal.open(conn, sql, state, min(FIRST_BATCH, cap + 1), args)
             rows, truncated = await _fetch(target, portal, cap, columns, lease)
@@ -310,32 +310,6 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
     # the response has been written, not when the fetch ends.
     weakref.finalize(result, lease.release)
     return result
-
-
-class _Columns:
-    """The result columns of kept statements, by asyncpg's statement state. asyncpg builds a statement's
-    description anew on every ``_get_attributes()`` (2.6 us for four columns), and a kept statement answers
-    with the same columns each time it runs. The entry holds its state, so an id is never reused while it
-    is here; unnamed statements (a new state per query) are not kept."""
-
-    MAX_ENTRIES = 1024  # more than the statements a process keeps (pool size x statements.MAX_STATEMENTS)
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[Any, tuple[Column, ...]]] = {}
-
-    def of(self, state: Any) -> list[Column]:
-        hit = self._entries.get(id(state))
-        if hit is not None and hit[0] is state:
-            return list(hit[1])
-        columns = [Column(a.name, a.type.name) for a in state._get_attributes()]
-        if state.name:
-            if len(self._entries) >= self.MAX_ENTRIES:
-                del self._entries[next(iter(self._entries))]  # the oldest
-            self._entries[id(state)] = (state, tuple(columns))
-        return columns
-
-
-_columns = _Columns()
 
 
 def _args(state: Any, values: tuple[str, ...]) -> tuple[Any, ...]:

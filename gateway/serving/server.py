@@ -212,7 +212,7 @@ class _ClientWatch:
     """``watch(callback)`` for one request: ``callback`` runs once when its client goes away, as a task
     waiting on the ASGI ``receive()`` would learn it (uvicorn marks the current cycle disconnected when the
     connection is lost); the call returns the function that stops watching. A client gone already is
-    reported at once."""
+    reported on the loop's next turn."""
 
     __slots__ = ("_callback", "_cycle")
 
@@ -225,8 +225,10 @@ class _ClientWatch:
         if cycle is None:  # the answer is out already: there is nothing left to cancel
             return _nothing
         if cycle.disconnected:
-            callback()
-            return _nothing
+            # Not called here: this runs in the request's task, which a cancel now would hit at whatever
+            # await comes next, past the work it is meant for. Soon, while the task waits in its work; a work
+            # that ends before it ever waits unwatches, and the call never comes.
+            return asyncio.get_running_loop().call_soon(callback).cancel
         self._callback = callback
         cycle.flow.resume_reading()  # as receive() does: a close is only seen while the socket is read
         return self._unwatch

@@ -1,37 +1,50 @@
-"""A `/v1/sql` answer's body counts against the process's result budget until it has been sent, and lets
-go of it however the send ends: sent, refused by a client that left, or cancelled."""
+"""A `/v1/sql` answer's rows and body count against the process's result budget until the answer has been
+sent, and their charge goes however the send ends: sent, refused by a client that left, or cancelled."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import weakref
 from typing import Any
 
 import pytest
 
 from gateway.api.routes_sql import _Charged
 from gateway.execute.budget import ResultBudget
+from gateway.execute.run import QueryResult
 
 BODY = b'{"rows": [[1], [2], [3]]}'
+ROWS_BYTES = 100
 
 
-async def _answer(send: Any) -> ResultBudget:
+async def _answer(send: Any) -> None:
     budget = ResultBudget(limit=10_000)
     lease = await budget.admit()
+    lease.charge(ROWS_BYTES)
+    result = QueryResult(columns=[], rows=[[1], [2], [3]], truncated=False, size_bytes=ROWS_BYTES, lease=lease)
+    weakref.finalize(result, lease.release)  # as gateway.execute.run does
     lease.hold_body(len(BODY))
-    assert budget.used == len(BODY)
-    response = _Charged(BODY, lease.drop_body)
+    response = _Charged(BODY, result)
+    del result  # the route has returned: only the answer refers to the result now
+    gc.collect()
+    during: list[int] = []
+
+    async def sending(message: dict[str, Any]) -> None:
+        during.append(budget.used)
+        await send(message)
 
     async def receive() -> dict[str, Any]:
         return {"type": "http.disconnect"}
 
     try:
-        await response({"type": "http", "method": "POST"}, receive, send)
+        await response({"type": "http", "method": "POST"}, receive, sending)
     finally:
-        assert budget.used == 0, budget.used
-    return budget
+        assert during and set(during) == {ROWS_BYTES + len(BODY)}, during  # charged while it is written
+        assert budget.used == 0, budget.used  # and nothing after, however the send ended
 
 
-async def test_a_sent_answer_lets_go_of_its_charge() -> None:
+async def test_a_sent_answer_is_charged_until_sent_then_lets_go() -> None:
     sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:

@@ -92,6 +92,28 @@ async def test_with_the_servers_hook_a_client_gone_before_the_work_began_is_seen
                                                     asyncio.sleep(30, "answer")), 5)
 
 
+async def test_a_client_gone_before_work_that_fails_at_once_leaves_no_cancel_behind() -> None:
+    # The work refuses before it ever waits (an unknown database, a blocked statement): its error is the
+    # answer, and nothing of the client's leaving may cancel what the request does next (its error answer).
+    cycle = _Cycle()
+    cycle.disconnected = True
+
+    async def refused() -> str:
+        raise errors.UnknownDatabase("no database 'nope'")
+
+    async def request() -> str:
+        try:
+            await cancel_on_disconnect(_request(_never, _ClientWatch(cycle)), refused())  # type: ignore[arg-type]
+        except errors.UnknownDatabase:
+            pending = asyncio.current_task().cancelling()  # type: ignore[union-attr]
+            await asyncio.sleep(0)  # the error answer's first await
+            await asyncio.sleep(0)
+            return f"answered the error, {pending} cancel(s) pending"
+        raise AssertionError("the refusal was not raised")
+
+    assert await asyncio.wait_for(request(), 5) == "answered the error, 0 cancel(s) pending"
+
+
 async def test_the_hook_is_let_go_once_the_answer_is_there() -> None:
     cycle = _Cycle()
     watch = _ClientWatch(cycle)  # type: ignore[arg-type]
