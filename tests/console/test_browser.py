@@ -260,8 +260,9 @@ def status_of(driver: Any, version: int) -> str:
 def open_version(driver: Any, version: int) -> Any:
     """Open one version's detail; its activate (or roll back) button."""
     find(driver, f"#gl-versions tr[data-version='{version}'] button").click()
-    return wait(driver, lambda d: find(d, "#gl-activate") if d.find_element("css selector", "#gl-detail strong").text
-                == f"Version {version}" else False, f"version {version} opened")
+    # The page may be opening another version (the one in force) too: wait until the last one asked for is in.
+    return wait(driver, lambda d: find(d, "#gl-activate") if finds(d, "#gl-detail[aria-busy=false]") and d.find_element(
+        "css selector", "#gl-detail strong").text == f"Version {version}" else False, f"version {version} opened")
 
 
 def test_dba_diffs_activates_and_rolls_back_a_guideline_version(browser: Any, console: Console) -> None:

@@ -99,9 +99,14 @@ export async function show(root, ctx) {
 
   async function open(version) {
     const ticket = ++opening;
+    detail.setAttribute("aria-busy", "true");  // until the last version asked for is shown
     let v;
-    try { v = await get(`../v1/guidelines/${version}`); } catch (e) { return fail(detail, e, ctx); }
+    try { v = await get(`../v1/guidelines/${version}`); } catch (e) {
+      if (ticket === opening) detail.setAttribute("aria-busy", "false");
+      return fail(detail, e, ctx);
+    }
     if (ticket !== opening) return;
+    detail.setAttribute("aria-busy", "false");
     const force = h("input", { type: "checkbox", id: "gl-force" });
     const rollback = v.status === "retired" && v.activated_at;
     const activate = h("button", { type: "button", id: "gl-activate", disabled: v.status === "active", onclick: async () => {
