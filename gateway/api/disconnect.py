@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from starlette.requests import Request
@@ -40,24 +40,7 @@ async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
         task.cancel()
 
     watch = request.scope.get(CLIENT_GONE)
-    if watch is not None:
-        unwatch = watch(client_gone)
-        try:
-            return await work
-        except asyncio.CancelledError:
-            if not left:
-                raise  # the server itself cancelled the request (e.g. shutting down)
-            task.uncancel()
-            raise _closed() from None
-        finally:
-            unwatch()
-
-    def client_left(watcher: asyncio.Future[None]) -> None:
-        if _really_gone(watcher):
-            client_gone()
-
-    gone = asyncio.ensure_future(_disconnected(request))
-    gone.add_done_callback(client_left)
+    unwatch = watch(client_gone) if watch is not None else _watch_receive(request, client_gone)
     try:
         return await work
     except asyncio.CancelledError:
@@ -66,8 +49,24 @@ async def cancel_on_disconnect(request: Request, work: Awaitable[T]) -> T:
         task.uncancel()
         raise _closed() from None
     finally:
+        unwatch()
+
+
+def _watch_receive(request: Request, client_gone: Callable[[], None]) -> Callable[[], None]:
+    """Another server's way: a task waiting on ``receive()`` calls ``client_gone`` when it says disconnect;
+    returns the function that stops it."""
+    def client_left(watcher: asyncio.Future[None]) -> None:
+        if _really_gone(watcher):
+            client_gone()
+
+    gone = asyncio.ensure_future(_disconnected(request))
+    gone.add_done_callback(client_left)
+
+    def unwatch() -> None:
         gone.remove_done_callback(client_left)
         gone.cancel()
+
+    return unwatch
 
 
 def _closed() -> errors.ClientClosedRequest:
