@@ -148,7 +148,7 @@ def validate(model: SemanticModel, line: Any = None) -> list[SemanticProblem]:
                 problem(where, f"dimension {dname!r}: a time dimension has no value synonyms")
             if dim.grains and dim.type != "time":
                 problem(where, f"dimension {dname!r}: only a time dimension has grains")
-            if dim.column is not None and not _is_column(dim.column):
+            if dim.column is not None and not is_bare_column(dim.column):
                 problem(where, f"dimension {dname!r}: column {dim.column!r} is not a plain column name")
         for mname, measure in entity.measures.items():
             error = _sql_error(measure.expr, "expression")
@@ -242,7 +242,8 @@ def _cycles(model: SemanticModel, at: Any) -> list[SemanticProblem]:
     return problems
 
 
-def _is_column(name: str) -> bool:
+def is_bare_column(name: str) -> bool:
+    """Whether an expression is one unqualified column (mapped as is) rather than SQL over several."""
     try:
         node = sqlglot.parse_one(name, read="postgres")
     except sqlglot.errors.ParseError:

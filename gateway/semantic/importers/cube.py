@@ -21,8 +21,8 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from gateway.semantic.importers.common import ImportProblem, is_bare_column
-from gateway.semantic.loading import SemanticProblem
+from gateway.semantic.importers.common import ImportProblem
+from gateway.semantic.loading import SemanticProblem, is_bare_column
 from gateway.semantic.model import GRAINS, Dimension, Entity, Measure, Metric, Relationship, SemanticModel
 
 _AGG = {"count": "count", "count_distinct": "count_distinct", "count_distinct_approx": "count_distinct",

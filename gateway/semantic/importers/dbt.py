@@ -25,8 +25,8 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from gateway.semantic.importers.common import ImportProblem, is_bare_column
-from gateway.semantic.loading import SemanticProblem
+from gateway.semantic.importers.common import ImportProblem
+from gateway.semantic.loading import SemanticProblem, is_bare_column
 from gateway.semantic.model import GRAINS, Dimension, Entity, Measure, Metric, Relationship, SemanticModel
 
 _REF = re.compile(r"""ref\(\s*['"]([^'"]+)['"]\s*\)""")
