@@ -66,7 +66,10 @@ def configure_logging(level: str = "INFO", json_logs: bool | None = True) -> Non
     structlog.configure(
         processors=processors,
         wrapper_class=wrapper,
-        logger_factory=structlog.PrintLoggerFactory(file=STDERR),  # type: ignore[arg-type]
+        # WriteLogger writes a line and its newline in one write(); PrintLogger's print() makes two, and with
+        # PYTHONUNBUFFERED (the image sets it) each is its own system call, so two workers sharing stderr
+        # could interleave their lines into one that is not JSON.
+        logger_factory=structlog.WriteLoggerFactory(file=STDERR),  # type: ignore[arg-type]
         # Not cached: a cached logger keeps the configuration it first saw, so a later configure_logging()
         # (serve after eval in one process) or structlog.testing.capture_logs() would not reach it.
         cache_logger_on_first_use=False,
@@ -144,7 +147,7 @@ def log_request(fields: dict[str, Any]) -> None:
     _merge(None, "info", event)
     event["level"] = "info"
     event["timestamp"] = iso_utc(time.time_ns())
-    # format_exc_info has nothing to do without exc_info; PrintLogger prints the line and flushes. A
+    # format_exc_info has nothing to do without exc_info; WriteLogger writes the line and flushes. A
     # line-buffered stream (stderr is, since Python 3.9) has flushed at the newline already.
     stream = sys.stderr
     stream.write(str(direct.renderer(None, "info", event)) + "\n")
