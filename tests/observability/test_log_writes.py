@@ -56,7 +56,7 @@ def test_each_line_is_one_write(monkeypatch: pytest.MonkeyPatch, json_logs: bool
     monkeypatch.setattr(sys, "stderr", writes)
     configure_logging("INFO", json_logs=json_logs)
     get_logger("gateway.test").info("structlog_line", database="demo", problems=[])
-    logging.getLogger("uvicorn.error").info("Application startup complete.")
+    logging.getLogger("tests.log_writes").info("Application startup complete.")  # as uvicorn and asyncpg log
     log_request({"method": "POST", "path": "/v1/sql", "status": 200, "duration_ms": 1.5})
     try:
         raise ValueError("boom")
