@@ -46,13 +46,21 @@ def cte_columns(cte: JSON, first: JSON) -> list[str]:
     return out
 
 
-def counted(term: JSON, name: str, columns: list[str], first: JSON) -> float | None:
-    """Iterations of a counter-bounded recursive term, or None when it is not one."""
-    items = term.get("fromClause", ())
+def reads_only(select: JSON, name: str) -> JSON | None:
+    """The RangeVar of ``select`` when its FROM is the unqualified relation ``name`` alone, else None."""
+    items = select.get("fromClause", ())
     if len(items) != 1:
         return None
     kind, rel = unwrap(items[0])
     if kind != "RangeVar" or rel.get("relname") != name or rel.get("schemaname"):
+        return None
+    return rel
+
+
+def counted(term: JSON, name: str, columns: list[str], first: JSON) -> float | None:
+    """Iterations of a counter-bounded recursive term, or None when it is not one."""
+    rel = reads_only(term, name)
+    if rel is None:
         return None
     alias = rel.get("alias", {}).get("aliasname") or name
     if fans_out(term):

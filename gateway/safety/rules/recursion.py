@@ -25,7 +25,7 @@ from typing import Any
 
 from gateway.safety import fold
 from gateway.safety.context import Context
-from gateway.safety.counters import conjuncts, counted, cte_columns, fans_out
+from gateway.safety.counters import conjuncts, counted, cte_columns, fans_out, reads_only
 from gateway.safety.model import Finding
 from gateway.safety.policy import Policy
 from gateway.safety.tree import JSON, descend, names, unwrap
@@ -128,11 +128,7 @@ def _limited(ctx: Context, owner: JSON, name: str) -> bool:
     if any(owner.get(k) for k in ("whereClause", "groupClause", "havingClause", "sortClause", "distinctClause",
                                   "windowClause", "groupDistinct")):
         return False
-    items = owner.get("fromClause", ())
-    if len(items) != 1:
-        return False
-    kind, rel = unwrap(items[0])
-    if kind != "RangeVar" or rel.get("relname") != name or rel.get("schemaname"):
+    if reads_only(owner, name) is None:
         return False
     for target in owner.get("targetList", ()):
         if any(k in ("FuncCall", "SubLink") for k, _ in descend(target)):
