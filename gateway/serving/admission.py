@@ -380,11 +380,20 @@ def _observe(scope: Scope, status: int, started: float) -> None:
     if endpoint.startswith(("/v1", "/mcp")):  # the Status page's sparklines (gateway.observability.latency)
         latency.HISTORY.observe(elapsed)
     if endpoint not in UNBOUNDED_PATHS:
-        log_request({"method": scope["method"], "path": scope["path"], "endpoint": endpoint, "status": status,
-                     "duration_ms": round(elapsed * 1000, 3)})
+        log_request({"method": scope["method"], "path": _logged_path(scope["path"]), "endpoint": endpoint,
+                     "status": status, "duration_ms": round(elapsed * 1000, 3)})
 
 
 _children: dict[tuple[str, int], tuple[Counter, Histogram]] = {}
+
+# The request line keeps this much of the client's path. Each line is one write() (observability.logging),
+# which a pipe keeps whole only up to PIPE_BUF (4 KiB on Linux); a client's 60 KiB path, up to six bytes a
+# character once escaped, would otherwise let another worker's line land inside this one.
+MAX_LOGGED_PATH = 256
+
+
+def _logged_path(path: str) -> str:
+    return path if len(path) <= MAX_LOGGED_PATH else path[:MAX_LOGGED_PATH] + "..."
 
 
 def _addressed_to_loopback(headers: dict[bytes, bytes]) -> None:

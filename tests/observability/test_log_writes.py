@@ -12,10 +12,16 @@ import logging
 import sys
 from collections.abc import Iterator
 
+import httpx
 import pytest
 import structlog
+import structlog.testing
 
+from gateway.api.app import create_app
 from gateway.observability.logging import configure_logging, get_logger, log_request
+from gateway.settings import AuthSettings, DatabaseSettings, Settings
+
+PIPE_BUF = 4096  # Linux: the most a pipe write keeps whole
 
 
 class _Writes:
@@ -68,3 +74,18 @@ def test_each_line_is_one_write(monkeypatch: pytest.MonkeyPatch, json_logs: bool
         if json_logs:
             assert call.count("\n") == 1
             json.loads(call)
+
+
+async def test_a_long_path_cannot_make_a_request_line_too_long_to_write_whole(demo_dsn: str) -> None:
+    """Each line is one write(), which a pipe keeps whole up to PIPE_BUF only: a client's path is cut."""
+    settings = Settings(databases={"demo": DatabaseSettings(dsn=demo_dsn)}, auth=AuthSettings(enabled=False))
+    app = create_app(settings)
+    path = "/v1/" + "\u00e9" * 5_000  # six bytes a character once JSON escapes it
+    async with app.router.lifespan_context(app), \
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as client:
+        with structlog.testing.capture_logs() as logs:
+            response = await client.get(path)
+    assert response.status_code == 404
+    (line,) = [entry for entry in logs if entry.get("event") == "request"]
+    assert line["path"].startswith("/v1/\u00e9") and line["path"].endswith("...")
+    assert len(json.dumps(line)) + 200 < PIPE_BUF  # the timestamp and bound fields the renderer adds
