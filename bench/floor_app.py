@@ -21,9 +21,11 @@ the header timeout is then not enforced).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
+from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 from starlette.applications import Starlette
@@ -81,6 +83,35 @@ def floor_app_for(settings: Settings) -> FastAPI:
 async def _bare(request: Request) -> Response:
     body = json.loads(await request.body())
     return Response(json.dumps({"database": body["database"]}), media_type="application/json")
+
+
+def composed_app() -> Starlette:
+    """Entry point for ``uvicorn --factory bench.floor_app:composed_app``: the bare endpoint and the direct
+    query composed in one process, with nothing of the gateway. ``POST /bench/composed`` reads the same
+    body, runs its ``sql`` on an asyncpg pool (10 connections, asyncpg's defaults) in a READ ONLY transaction,
+    as the direct floor does, and answers the rows as JSON. The database is ``NL2SQL_DATABASES__DEMO__DSN``."""
+    import asyncpg
+
+    dsn = os.environ["NL2SQL_DATABASES__DEMO__DSN"]
+    pools: list[asyncpg.Pool] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        pools.append(await asyncpg.create_pool(dsn, min_size=10, max_size=10))
+        yield
+        await pools[0].close()
+
+    async def composed(request: Request) -> Response:
+        body = json.loads(await request.body())
+        async with pools[0].acquire() as conn, conn.transaction(readonly=True):
+            records = await conn.fetch(body["sql"])
+        rows = [list(r) for r in records]
+        return Response(json.dumps({"database": body["database"], "rows": rows, "row_count": len(rows)},
+                                   default=str), media_type="application/json")
+
+    return Starlette(routes=[Route("/bench/composed", composed, methods=["POST"]),
+                             Route("/healthz", lambda request: Response("{}"), methods=["GET"])],
+                     lifespan=lifespan)
 
 
 def bare_app() -> Starlette:

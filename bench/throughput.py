@@ -12,6 +12,9 @@ process(es):
   public-routes, public   with ``--public``: ``POST /v1/sql`` on one process without the fast paths that
           mirror framework internals (FastAPI routes every request; ``public`` also runs uvicorn's own
           httptools protocol): what ``gateway/serving/`` is worth, in the same run;
+  composed  the bare endpoint running the direct side's query (bench/floor_app.py:composed_app): bare HTTP
+          and the query composed in one process under uvicorn, with nothing of the gateway, to show what
+          the floor formula leaves out when both share one process;
   base    with ``--baseline DIR`` (a checkout of another commit, e.g. ``git archive main | tar -x -C DIR``):
           ``POST /v1/sql`` on one process served from that tree, for before/after in the same run;
 and a direct asyncpg pool (10 connections, asyncpg's defaults, its own process) running the same query in a
@@ -19,7 +22,7 @@ READ ONLY transaction, as many at once as wrk has connections. Sides are interle
 ...), each concurrency in turn; every wrk run uses one thread and a Lua script for the POST body, and any
 non-2xx answer aborts the benchmark. Prints medians over the rounds and the same-run ratios (medians of the
 per-round ratios): no-op / bare, sql / floor with floor = 1 / (1/bare + 1/direct) (bare HTTP plus the query),
-and 2 workers / 1 worker. Access control is off (loopback); the request log line goes to /dev/null.
+composed / floor and sql / composed, and 2 workers / 1 worker. Access control is off (loopback); the request log line goes to /dev/null.
 
 A second table gives the CPU each request cost, per side and concurrency (medians over the rounds), read from
 /proc around every run: the serving process(es) (for workers, the supervisor and its children; for the direct
@@ -253,6 +256,10 @@ def main() -> None:
                 [python, "-m", "uvicorn", "--factory", "bench.floor_app:bare_app", "--host", "127.0.0.1",
                  "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
                 env, "/healthz"))
+            composed, composed_pid = stack.enter_context(process(
+                [python, "-m", "uvicorn", "--factory", "bench.floor_app:composed_app", "--host", "127.0.0.1",
+                 "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
+                env, "/healthz"))
             one, one_pid = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "1"], env,
                                                        "/healthz"))
             two, two_pid = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "2"], env,
@@ -276,6 +283,7 @@ def main() -> None:
                 "sql": (one_pid, lambda c, d: wrk(one + "/v1/sql", c, d, script)),
                 "sql2w": (two_pid, lambda c, d: wrk(two + "/v1/sql", c, d, script)),
                 "direct": (direct.pid, direct.run),
+                "composed": (composed_pid, lambda c, d: wrk(composed + "/bench/composed", c, d, script)),
             }
             if base is not None and base_pid is not None:
                 sides["base"] = (base_pid, lambda c, d: wrk(base + "/v1/sql", c, d, script))
@@ -310,6 +318,7 @@ LABELS = {
     "public-routes": "POST /v1/sql, 1 process, FastAPI's own routing",
     "public": "POST /v1/sql, 1 process, public APIs only",
     "direct": "direct asyncpg pool, READ ONLY transaction",
+    "composed": "bare endpoint + direct query composed, 1 process (uvicorn)",
 }
 
 
@@ -342,6 +351,8 @@ def report(samples: dict[tuple[str, int], list[float]], concurrencies: list[int]
     ratio("/v1/sql (1 process) / floor, floor = 1/(1/bare + 1/direct)", "sql", None, floor=True)
     ratio("/v1/sql 2 workers / 1 process", "sql2w", "sql")
     ratio("/v1/sql (1 process) / direct", "sql", "direct")
+    ratio("bare + direct composed in one process / floor", "composed", None, floor=True)
+    ratio("/v1/sql (1 process) / bare + direct composed in one process", "sql", "composed")
     ratio("/v1/sql (1 process) / baseline tree's (1 process)", "sql", "base")
     ratio("baseline tree's /v1/sql / floor", "base", None, floor=True)
     ratio("/v1/sql with FastAPI's own routing / with the fast paths", "public-routes", "sql")
