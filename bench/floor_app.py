@@ -87,25 +87,29 @@ async def _bare(request: Request) -> Response:
 
 def composed_app() -> Starlette:
     """Entry point for ``uvicorn --factory bench.floor_app:composed_app``: the bare endpoint and the direct
-    query composed in one process, with nothing of the gateway. ``POST /bench/composed`` reads the same
-    body, runs its ``sql`` on an asyncpg pool (10 connections, asyncpg's defaults) in a READ ONLY transaction,
-    as the direct floor does, and answers the rows as JSON (orjson). The database is ``NL2SQL_DATABASES__DEMO__DSN``."""
+    query composed in one process, with nothing of the gateway. ``POST /bench/composed`` reads the same body,
+    runs the benchmark's own query (bench/throughput.py's ``QUERY``, never SQL from the body: this endpoint has
+    none of the gateway's checks) on an asyncpg pool of the direct side's size in a READ ONLY transaction, as
+    the direct floor does, and answers the rows as JSON (orjson). The database is
+    ``NL2SQL_DATABASES__DEMO__DSN``."""
     import asyncpg
     import orjson
+
+    from bench.throughput import POOL_SIZE, QUERY
 
     dsn = os.environ["NL2SQL_DATABASES__DEMO__DSN"]
     pools: list[asyncpg.Pool] = []
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        pools.append(await asyncpg.create_pool(dsn, min_size=10, max_size=10))
+        pools.append(await asyncpg.create_pool(dsn, min_size=POOL_SIZE, max_size=POOL_SIZE))
         yield
         await pools[0].close()
 
     async def composed(request: Request) -> Response:
         body = json.loads(await request.body())
         async with pools[0].acquire() as conn, conn.transaction(readonly=True):
-            records = await conn.fetch(body["sql"])
+            records = await conn.fetch(QUERY)
         rows = [list(r) for r in records]
         # orjson, as the gateway writes its answers: the floor is the cheapest way to do the same work
         return Response(orjson.dumps({"database": body["database"], "rows": rows, "row_count": len(rows)},

@@ -214,6 +214,12 @@ def direct_client(dsn: str) -> Iterator[Direct]:
         proc.join(timeout=10)
 
 
+def uvicorn(python: str, factory: str) -> list[str]:
+    """Plain uvicorn (uvloop, httptools, no access log) serving ``bench.floor_app:<factory>`` on loopback."""
+    return [python, "-m", "uvicorn", "--factory", f"bench.floor_app:{factory}", "--host", "127.0.0.1",
+            "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+
+
 def lua_script(directory: Path) -> Path:
     path = directory / "post.lua"
     path.write_text('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
@@ -252,14 +258,8 @@ def main() -> None:
         python = sys.executable
         postmaster = int((server.data_dir / "postmaster.pid").read_text().split()[0])
         with ExitStack() as stack:
-            bare, bare_pid = stack.enter_context(process(
-                [python, "-m", "uvicorn", "--factory", "bench.floor_app:bare_app", "--host", "127.0.0.1",
-                 "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
-                env, "/healthz"))
-            composed, composed_pid = stack.enter_context(process(
-                [python, "-m", "uvicorn", "--factory", "bench.floor_app:composed_app", "--host", "127.0.0.1",
-                 "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
-                env, "/healthz"))
+            bare, bare_pid = stack.enter_context(process(uvicorn(python, "bare_app"), env, "/healthz"))
+            composed, composed_pid = stack.enter_context(process(uvicorn(python, "composed_app"), env, "/healthz"))
             one, one_pid = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "1"], env,
                                                        "/healthz"))
             two, two_pid = stack.enter_context(process([python, "-m", "bench.floor_app", "--workers", "2"], env,
