@@ -29,7 +29,6 @@ served without FastAPI's routing and dependency machinery, with the same answers
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import time
@@ -48,7 +47,7 @@ from gateway.auth.authenticator import is_loopback
 from gateway.auth.resource import METADATA_PATHS
 from gateway.observability import latency, metrics
 from gateway.observability.logging import get_logger, log_request
-from gateway.serving import deadline
+from gateway.serving import deadline, timeouts
 from gateway.serving.backpressure import InFlight, KeyInFlight, Strangers
 from gateway.serving.fastpath import CompiledRoute, FastRoutes
 
@@ -147,7 +146,7 @@ class GatewayMiddleware:
         close = False  # ask the server to close the connection after this answer
         started_response = False
         event_stream = False
-        hard: asyncio.Timeout | None = None  # the hard timeout, once the request is admitted
+        hard: timeouts.Timeout | None = None  # the hard timeout, once the request is admitted
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status, started_response, event_stream
@@ -222,7 +221,7 @@ class GatewayMiddleware:
         at = deadline.at() if token is not None else None
         scope["state"]["deadline"] = at  # for work that runs outside this context (MCP tool calls)
         try:
-            async with asyncio.timeout_at(None if at is None else at + deadline.HARD_GRACE_S) as hard:
+            async with timeouts.timeout_at(None if at is None else at + deadline.HARD_GRACE_S) as hard:
                 compiled = self.fast.lookup(scope) if headers.get(b"content-type") == _JSON else None
                 if compiled is not None and len(headers) == len(scope["headers"]):  # no repeated header
                     await call_app(replay(body, receive), compiled, body)
@@ -275,7 +274,7 @@ class GatewayMiddleware:
         if scope.get(BODY_READ):  # no timer to arm and cancel: the body came with the headers
             return await self._read_body(receive)
         try:
-            async with asyncio.timeout(self.body_timeout_s):
+            async with timeouts.timeout(self.body_timeout_s):
                 return await self._read_body(receive)
         except TimeoutError:
             raise _Refused(errors.RequestTimeout(
