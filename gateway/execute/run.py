@@ -298,7 +298,7 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
             if not _closed(conn):
                 await _end(conn, target, session, partition)
         executed = time.perf_counter()
-    metrics.DB_SECONDS.labels(target.name).observe(executed - acquired)
+    _db_seconds(target.name).observe(executed - acquired)
     result = QueryResult(
         columns=columns,
         rows=rows,
@@ -311,6 +311,18 @@ async def _run_leased(target: Target, run: _Run, budget: _Budget, lease: Lease, 
     # the response has been written, not when the fetch ends.
     weakref.finalize(result, lease.release)
     return result
+
+
+def _db_seconds(database: str) -> Any:
+    """The database's query-time histogram; ``labels()`` validates and locks on every call, so each
+    database's child is looked up once (the names come from the settings: a bounded set)."""
+    child = _DB_SECONDS.get(database)
+    if child is None:
+        child = _DB_SECONDS[database] = metrics.DB_SECONDS.labels(database)
+    return child
+
+
+_DB_SECONDS: dict[str, Any] = {}
 
 
 def _args(state: Any, values: tuple[str, ...]) -> tuple[Any, ...]:
