@@ -9,6 +9,7 @@ the armed timer, many deadlines at once, timeouts left before they fire, resched
 from __future__ import annotations
 
 import asyncio
+import doctest
 import threading
 import time
 from collections.abc import Callable
@@ -250,3 +251,7 @@ def test_entered_twice_or_rescheduled_after_exit_is_refused() -> None:
 
 async def _reschedule(cm: timeouts.Timeout) -> None:
     cm.reschedule(None)
+
+
+def test_the_module_example_runs() -> None:
+    assert doctest.testmod(timeouts).failed == 0
