@@ -7,13 +7,15 @@ manager around it, costs about 5 µs, and four of them were a tenth of the gatew
 (bench/throughput.py, docs/benchmarks.md).
 
 Here a timeout registers with its loop's :class:`_Watchdog`, which keeps **one** timer, armed at the
-earliest deadline it holds. Entering and leaving a timeout is a dictionary insert and delete; the timer is
-only moved when a new deadline comes earlier than the armed one. When it fires, every timeout whose
-deadline has come is expired exactly as ``asyncio.timeout`` expires it (its task is cancelled; leaving the
-block turns that cancellation into ``TimeoutError``, unless the task was also cancelled for another
-reason), and the timer is armed again at the earliest deadline left. A deadline less than
-:data:`SLACK_S` earlier than the armed timer rides on it: a timeout may fire up to that much late, never
-early.
+earliest deadline it holds, and a heap of deadlines. Entering a timeout is a heap push and leaving it a
+dictionary delete (its heap entry goes stale and is dropped when it reaches the top, or when stale entries
+outnumber live ones); the timer is only moved when a new deadline comes before the armed one. When it fires,
+the timeouts whose deadline has come are expired in deadline order, exactly as ``asyncio.timeout`` expires
+them (the task is cancelled; leaving the block turns that cancellation into ``TimeoutError``, unless the task
+was also cancelled for another reason), and the timer is armed again at the earliest live deadline. A
+timeout fires when a timer of its own would: at the first timer callback at or after its deadline. Each
+operation costs O(log n) in the timeouts a loop holds, as the loop's own timer heap does: a client that
+holds many requests open (slow bodies) cannot make one expiry walk all of them.
 
 >>> import asyncio
 >>> async def slow() -> str:
@@ -30,11 +32,13 @@ early.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import threading
+import weakref
 from types import TracebackType
 
-# How late a timeout may fire, at most, to spare moving the loop's timer for a deadline just before it.
-SLACK_S = 0.005
+# Stale heap entries (timeouts left or rescheduled) kept before the heap is rebuilt from the live ones.
+COMPACT_MIN = 64
 
 _ENTERED, _EXPIRING, _EXPIRED, _EXITED = range(1, 5)
 
@@ -64,7 +68,7 @@ class Timeout:
         if when is None:
             if watchdog is not None:
                 self._watchdog = None
-                watchdog.timeouts.pop(self, None)
+                watchdog.remove(self)
             return
         if watchdog is None:
             watchdog = self._watchdog = _watchdog()
@@ -92,7 +96,7 @@ class Timeout:
         watchdog = self._watchdog
         if watchdog is not None:
             self._watchdog = None
-            watchdog.timeouts.pop(self, None)
+            watchdog.remove(self)
         if self._state == _EXPIRING:
             self._state = _EXPIRED
             if self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:  # type: ignore[union-attr]
@@ -122,38 +126,60 @@ def timeout_at(when: float | None) -> Timeout:
 class _Watchdog:
     """One loop's entered timeouts with a deadline, and the one timer that expires them."""
 
-    __slots__ = ("loop", "timeouts", "handle", "armed_at")
+    __slots__ = ("loop", "live", "heap", "handle", "armed_at", "entries")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.timeouts: dict[Timeout, None] = {}
+        self.loop = weakref.ref(loop)  # a thread's last watchdog must not keep its closed loop alive
+        self.live: dict[Timeout, int] = {}  # entered timeout -> the number of its current heap entry
+        self.heap: list[tuple[float, int, Timeout]] = []  # (deadline, entry number, timeout); stale ones too
         self.handle: asyncio.TimerHandle | None = None
         self.armed_at = 0.0
+        self.entries = 0
 
     def add(self, timeout: Timeout) -> None:
-        self.timeouts[timeout] = None
+        """Register ``timeout`` at its deadline (again, after a reschedule: its old entry goes stale)."""
         when: float = timeout._when  # type: ignore[assignment]
-        if self.handle is None or when < self.armed_at - SLACK_S:
-            self._arm(when)
+        self.entries += 1
+        self.live[timeout] = self.entries
+        heapq.heappush(self.heap, (when, self.entries, timeout))
+        if self.handle is None or when < self.armed_at:
+            loop = self.loop()
+            if self.handle is not None:
+                self.handle.cancel()
+            self.handle = loop.call_at(when, self._fire)  # type: ignore[union-attr]
+            self.armed_at = when
+        self._compact()
 
-    def _arm(self, when: float) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-        self.handle = self.loop.call_at(when, self._fire)
-        self.armed_at = when
+    def remove(self, timeout: Timeout) -> None:
+        if self.live.pop(timeout, None) is not None:
+            self._compact()
+
+    def _compact(self) -> None:
+        if len(self.heap) > 2 * len(self.live) + COMPACT_MIN:
+            self.heap = [(t._when, n, t) for t, n in self.live.items()]  # type: ignore[misc]
+            heapq.heapify(self.heap)
 
     def _fire(self) -> None:
         self.handle = None
-        # The loop's clock may read a hair before the instant the timer was set for: no busy re-arming.
-        now = self.loop.time() + 0.001
-        due = [t for t in self.timeouts if t._when <= now]  # type: ignore[operator]
-        due.sort(key=Timeout.when)  # type: ignore[arg-type]  # in deadline order, as separate timers fire
-        for timeout in due:
-            del self.timeouts[timeout]
-            timeout._watchdog = None
-            timeout._expire()
-        if self.timeouts:
-            self._arm(min(t._when for t in self.timeouts))  # type: ignore[type-var, arg-type]
+        loop = self.loop()
+        if loop is None:
+            return
+        # What the timer was armed for is due, as it would be for a timer of its own (uvloop counts a delay
+        # in whole milliseconds, so its clock may read a hair before the instant); later ones when the clock
+        # has reached them.
+        limit = max(loop.time(), self.armed_at)
+        heap, live = self.heap, self.live
+        while heap and heap[0][0] <= limit:
+            _, number, timeout = heapq.heappop(heap)
+            if live.get(timeout) == number:
+                del live[timeout]
+                timeout._watchdog = None
+                timeout._expire()
+        while heap and live.get(heap[0][2]) != heap[0][1]:
+            heapq.heappop(heap)  # left or rescheduled since: nothing to arm for
+        if heap:
+            self.armed_at = heap[0][0]
+            self.handle = loop.call_at(self.armed_at, self._fire)
 
 
 _local = threading.local()  # each thread runs its own loop (the test client's portal, a CLI in a thread)
@@ -162,6 +188,6 @@ _local = threading.local()  # each thread runs its own loop (the test client's p
 def _watchdog() -> _Watchdog:
     loop = asyncio.get_running_loop()
     watchdog: _Watchdog | None = getattr(_local, "watchdog", None)
-    if watchdog is None or watchdog.loop is not loop:
+    if watchdog is None or watchdog.loop() is not loop:
         watchdog = _local.watchdog = _Watchdog(loop)
     return watchdog

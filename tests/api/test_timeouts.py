@@ -69,6 +69,23 @@ async def earlier_than_armed(timeout: Callable[..., Any], _: Any) -> list[Any]:
     return seen
 
 
+async def inner_just_before_outer(timeout: Callable[..., Any], _: Any) -> list[Any]:
+    """Two nested deadlines 50 ms apart: the inner one fires on its own, and its handler runs."""
+    seen = []
+    try:
+        async with timeout(0.07) as outer:
+            try:
+                async with timeout(0.02) as inner:
+                    await asyncio.sleep(1)
+            except TimeoutError:
+                seen.append("inner raised")
+            await asyncio.sleep(0)
+    except TimeoutError:
+        seen.append("outer raised")
+    seen += [inner.expired(), outer.expired()]
+    return seen
+
+
 async def outer_fires_first(timeout: Callable[..., Any], _: Any) -> list[Any]:
     """The outer block's deadline comes first: the TimeoutError is the outer block's; the inner one lets the
     cancellation through."""
@@ -184,7 +201,7 @@ async def no_deadline(timeout: Callable[..., Any], _: Any) -> list[Any]:
     return [cm.expired(), cm.when()]
 
 
-SCENARIOS = [expires, leaves_in_time, earlier_than_armed, outer_fires_first, someone_else_cancels, many_at_once, all_due_at_once,
+SCENARIOS = [expires, leaves_in_time, earlier_than_armed, inner_just_before_outer, outer_fires_first, someone_else_cancels, many_at_once, all_due_at_once,
              reschedule_never, reschedule_sooner, already_past, no_deadline]
 
 
@@ -200,6 +217,7 @@ def test_the_expected_outcomes() -> None:
     pair = IMPLEMENTATIONS["shared"]
     assert run("uvloop", _guarded(expires(*pair))) == ["timeout", True]
     assert run("uvloop", _guarded(earlier_than_armed(*pair))) == ["inner", True, False]
+    assert run("uvloop", _guarded(inner_just_before_outer(*pair))) == ["inner raised", True, False]
     assert run("uvloop", _guarded(outer_fires_first(*pair))) == ["inner cancelled", "outer raised", False, True]
     assert run("uvloop", _guarded(someone_else_cancels(*pair))) == ["cancelled"]
     assert run("uvloop", _guarded(many_at_once(*pair))) == [[], True, True]
@@ -208,14 +226,45 @@ def test_the_expected_outcomes() -> None:
 
 
 def test_left_timeouts_leave_nothing_behind() -> None:
-    """Thousands of timeouts entered and left: the loop's watchdog holds none of them afterwards."""
-    async def churn() -> int:
+    """Thousands of timeouts entered and left: the loop's watchdog holds none of them afterwards, and its
+    heap keeps few stale entries."""
+    async def churn() -> tuple[int, int]:
         for _ in range(2000):
             async with timeouts.timeout(5):
                 await asyncio.sleep(0)
-        return len(timeouts._watchdog().timeouts)
+        watchdog = timeouts._watchdog()
+        return len(watchdog.live), len(watchdog.heap)
 
-    assert run("uvloop", churn()) == 0
+    live, heap = run("uvloop", churn())
+    assert live == 0 and heap <= timeouts.COMPACT_MIN
+
+
+def test_an_expiry_does_not_walk_the_timeouts_still_waiting() -> None:
+    """Thousands of requests held open (slow bodies, say) with far deadlines: near deadlines still expire,
+    each taking its own heap entry off and leaving the far ones' entries untouched."""
+    async def held(release: asyncio.Event) -> None:
+        async with timeouts.timeout(60):
+            await release.wait()
+
+    async def scenario() -> list[Any]:
+        release = asyncio.Event()
+        far = [asyncio.ensure_future(held(release)) for _ in range(5000)]
+        await asyncio.sleep(0)
+        watchdog = timeouts._watchdog()
+        before = len(watchdog.heap)
+        expired = 0
+        for _ in range(20):
+            try:
+                async with timeouts.timeout(0.001):
+                    await asyncio.sleep(1)
+            except TimeoutError:
+                expired += 1
+        after = len(watchdog.heap)
+        release.set()
+        await asyncio.gather(*far)
+        return [before, after, expired, len(watchdog.live)]
+
+    assert run("uvloop", _guarded(scenario())) == [5000, 5000, 20, 0]
 
 
 def test_loops_in_threads_keep_their_own_timer() -> None:
