@@ -303,9 +303,18 @@ class _HeldHead:
         return getattr(self._transport, name)
 
 
-# SO_ATTACH_FILTER (Linux) with a classic BPF program of one instruction, "return 0": drop every packet.
+# SO_ATTACH_FILTER (Linux) with a classic BPF program, run on each TCP segment from its TCP header: drop a
+# segment whose flags are SYN without ACK (a new connection's first packet), keep every other. Dropping every
+# packet instead (an earlier version) also dropped the last ACK of a handshake whose SYN-ACK had left just
+# before: the client saw a connection that the server never completed, and its request went unanswered.
 _SO_ATTACH_FILTER = 26
-_DROP_ALL = struct.pack("HBBI", 0x06, 0, 0, 0)  # BPF_RET | BPF_K, keep 0 bytes
+_DROP_NEW_CONNECTIONS = b"".join(struct.pack("HBBI", *instruction) for instruction in (
+    (0x30, 0, 0, 13),  # BPF_LD | BPF_B | BPF_ABS: the flags byte of the TCP header
+    (0x54, 0, 0, 0x12),  # BPF_ALU | BPF_AND | BPF_K: SYN and ACK only
+    (0x15, 0, 1, 0x02),  # BPF_JMP | BPF_JEQ | BPF_K: SYN alone? on to the next, else skip it
+    (0x06, 0, 0, 0),  # BPF_RET | BPF_K: keep 0 bytes (drop)
+    (0x06, 0, 0, 0xFFFFFFFF),  # BPF_RET | BPF_K: keep the whole segment
+))
 
 
 def refuse_new_connections(sock: socket.socket | trsock.TransportSocket) -> bool:
@@ -314,14 +323,15 @@ def refuse_new_connections(sock: socket.socket | trsock.TransportSocket) -> bool
 
     Closing a listener resets the connections the kernel queued on it but nobody accepted yet: a client that
     connected during a drain would lose its request without an answer. A socket filter that drops every
-    packet stops new handshakes (on the socket itself, so in every process sharing it) and leaves the queue
-    to the accept loops; a client that tries meanwhile retransmits its SYN and is refused once the listener
-    is closed.
+    connection's first packet (a SYN without ACK) stops new handshakes (on the socket itself, so in every
+    process sharing it), lets the handshakes already answered complete, and leaves the queue to the accept
+    loops; a client that tries meanwhile retransmits its SYN and is refused once the listener is closed.
     """
     if not sys.platform.startswith("linux"):
         return False
-    program = ctypes.create_string_buffer(_DROP_ALL)
-    fprog = struct.pack("HL", 1, ctypes.addressof(program))  # struct sock_fprog {len; filter pointer}
+    program = ctypes.create_string_buffer(_DROP_NEW_CONNECTIONS)
+    # struct sock_fprog {len; filter pointer}; each instruction is 8 bytes
+    fprog = struct.pack("HL", len(_DROP_NEW_CONNECTIONS) // 8, ctypes.addressof(program))
     try:
         sock.setsockopt(socket.SOL_SOCKET, _SO_ATTACH_FILTER, fprog)
     except OSError as exc:
